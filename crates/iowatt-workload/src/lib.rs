@@ -1,0 +1,28 @@
+//! iowatt's I/O workload engine, built on FileBench's model: a workload has files, threads
+//! (each with a number of instances) and flowops that every thread loops over. FileIO
+//! personalities are small builders over that model ([`personality`]); FileBench's macro
+//! personalities and workload files extend it rather than replace it.
+//!
+//! Public surface: a [`Workload`] (or a [`FileIo`] personality that builds one), a shared
+//! [`Progress`] handle, [`run`], and its [`Output`].
+
+mod buffers;
+mod collector;
+mod error;
+mod offsets;
+mod output;
+pub mod personality;
+mod prepare;
+mod progress;
+mod recorder;
+mod rng;
+mod run;
+mod spec;
+mod worker;
+
+pub use error::WorkloadError;
+pub use output::{FlowopOutput, Output, Status};
+pub use personality::FileIo;
+pub use progress::{Phase, Progress, ProgressSnapshot};
+pub use run::run;
+pub use spec::{Engine, FileSpec, Flowop, OpKind, ThreadSpec, Workload};

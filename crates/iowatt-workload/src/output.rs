@@ -1,0 +1,60 @@
+//! What a run returns: totals, per-flowop histograms, and the interval series.
+
+use std::collections::BTreeMap;
+
+use iowatt_metrics::{IntervalRow, LatencyHistogram};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Complete,
+    /// Stopped by [`crate::Progress::cancel`] before the runtime was up.
+    Cancelled,
+    /// Stopped by an I/O error that would recur on every operation (e.g. no space).
+    Failed(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowopOutput {
+    pub name: String,
+    pub ops: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub hist: LatencyHistogram,
+}
+
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub name: String,
+    pub status: Status,
+    /// CLOCK_MONOTONIC ns at the start of the measured phase (after the ramp).
+    pub measure_start_ns: u64,
+    /// Length of the measured phase actually run.
+    pub measured_ns: u64,
+    pub flowops: Vec<FlowopOutput>,
+    pub intervals: Vec<IntervalRow>,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// CPU time of the worker threads during the measured phase.
+    pub cpu_usr_ns: u64,
+    pub cpu_sys_ns: u64,
+}
+
+impl Output {
+    pub fn ops(&self) -> u64 {
+        self.flowops.iter().map(|f| f.ops).sum()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.flowops.iter().map(|f| f.bytes).sum()
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.flowops.iter().map(|f| f.errors).sum()
+    }
+
+    /// All flowops merged: the workload's latency distribution.
+    pub fn histogram(&self) -> LatencyHistogram {
+        let mut all = LatencyHistogram::new();
+        self.flowops.iter().for_each(|f| all.merge(&f.hist));
+        all
+    }
+}

@@ -1,0 +1,136 @@
+//! A handle shared between the engine and whoever watches it (the Python progress bar): cheap
+//! counters the workers publish in batches, the phase, and the cancel flag.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    Idle = 0,
+    Preparing = 1,
+    Ramp = 2,
+    Running = 3,
+    Finishing = 4,
+    Done = 5,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Idle => "idle",
+            Phase::Preparing => "preparing",
+            Phase::Ramp => "ramp",
+            Phase::Running => "running",
+            Phase::Finishing => "finishing",
+            Phase::Done => "done",
+        }
+    }
+
+    fn from_u8(v: u8) -> Phase {
+        match v {
+            1 => Phase::Preparing,
+            2 => Phase::Ramp,
+            3 => Phase::Running,
+            4 => Phase::Finishing,
+            5 => Phase::Done,
+            _ => Phase::Idle,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    phase: AtomicU8,
+    cancel: AtomicBool,
+    /// Set by a worker that hit a fatal error, so the others stop too.
+    abort: AtomicBool,
+    prepared_bytes: AtomicU64,
+    prepare_total: AtomicU64,
+    ops: AtomicU64,
+    bytes: AtomicU64,
+    errors: AtomicU64,
+    /// CLOCK_MONOTONIC ns when the measured phase starts (0 until known).
+    measure_start_ns: AtomicU64,
+    measure_end_ns: AtomicU64,
+}
+
+#[derive(Clone, Default)]
+pub struct Progress(Arc<Shared>);
+
+#[derive(Debug, Clone, Copy)]
+pub struct ProgressSnapshot {
+    pub phase: Phase,
+    pub prepared_bytes: u64,
+    pub prepare_total: u64,
+    /// Operations completed so far, ramp included.
+    pub ops: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub measure_start_ns: u64,
+    pub measure_end_ns: u64,
+}
+
+impl Progress {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ask the engine to stop; it finishes in-flight I/O and returns what it measured.
+    pub fn cancel(&self) {
+        self.0.cancel.store(true, Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.cancel.load(Relaxed)
+    }
+
+    pub(crate) fn abort(&self) {
+        self.0.abort.store(true, Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.0.cancel.load(Relaxed) || self.0.abort.load(Relaxed)
+    }
+
+    pub fn snapshot(&self) -> ProgressSnapshot {
+        let s = &self.0;
+        ProgressSnapshot {
+            phase: Phase::from_u8(s.phase.load(Relaxed)),
+            prepared_bytes: s.prepared_bytes.load(Relaxed),
+            prepare_total: s.prepare_total.load(Relaxed),
+            ops: s.ops.load(Relaxed),
+            bytes: s.bytes.load(Relaxed),
+            errors: s.errors.load(Relaxed),
+            measure_start_ns: s.measure_start_ns.load(Relaxed),
+            measure_end_ns: s.measure_end_ns.load(Relaxed),
+        }
+    }
+
+    pub(crate) fn set_phase(&self, phase: Phase) {
+        self.0.phase.store(phase as u8, Relaxed);
+    }
+
+    pub(crate) fn set_prepare_total(&self, bytes: u64) {
+        self.0.prepare_total.store(bytes, Relaxed);
+    }
+
+    pub(crate) fn add_prepared(&self, bytes: u64) {
+        self.0.prepared_bytes.fetch_add(bytes, Relaxed);
+    }
+
+    pub(crate) fn set_window(&self, start_ns: u64, end_ns: u64) {
+        self.0.measure_start_ns.store(start_ns, Relaxed);
+        self.0.measure_end_ns.store(end_ns, Relaxed);
+    }
+
+    pub(crate) fn publish(&self, ops: u64, bytes: u64, errors: u64) {
+        let s = &self.0;
+        s.ops.fetch_add(ops, Relaxed);
+        s.bytes.fetch_add(bytes, Relaxed);
+        if errors > 0 {
+            s.errors.fetch_add(errors, Relaxed);
+        }
+    }
+}

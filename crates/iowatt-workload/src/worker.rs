@@ -1,0 +1,233 @@
+//! The per-thread I/O loops. Each thread cycles through its flowops; psync keeps one operation
+//! in flight, io_uring keeps `iodepth`. With a rate, operation i is due at start + i·period and
+//! its latency counts from that due time (open loop), so a stalled device shows up as latency
+//! instead of as fewer, faster samples.
+
+use std::fs::File;
+use std::os::unix::io::AsRawFd;
+use std::time::Duration;
+
+use io_uring::{opcode, types, IoUring};
+use iowatt_metrics::now_ns;
+
+use crate::buffers::AlignedBuf;
+use crate::error::{is_fatal, WorkloadError};
+use crate::offsets::Offsets;
+use crate::progress::Progress;
+use crate::recorder::Recorder;
+use crate::rng::Rng;
+use crate::spec::OpKind;
+
+/// One flowop as a thread executes it: its own fd, offsets and buffer size.
+pub struct BoundFlowop {
+    pub kind: OpKind,
+    pub file: File,
+    pub iosize: usize,
+    pub offsets: Offsets,
+}
+
+/// When each operation is due.
+pub struct Schedule {
+    next: u64,
+    period: Option<u64>,
+}
+
+impl Schedule {
+    pub fn new(start: u64, period: Option<u64>) -> Self {
+        Self {
+            next: start,
+            period,
+        }
+    }
+
+    /// The due time of the next operation, or `None` if it is not due yet at `now`.
+    #[inline]
+    fn take(&mut self, now: u64) -> Option<u64> {
+        match self.period {
+            None => Some(now),
+            Some(p) if self.next <= now => {
+                let due = self.next;
+                self.next += p;
+                Some(due)
+            }
+            Some(_) => None,
+        }
+    }
+
+    fn wait_hint(&self, now: u64) -> u64 {
+        self.next.saturating_sub(now)
+    }
+}
+
+pub struct Worker {
+    pub flowops: Vec<BoundFlowop>,
+    pub recorder: Recorder,
+    pub schedule: Schedule,
+    pub progress: Progress,
+    pub measure_start: u64,
+    pub stop_at: u64,
+    /// Thread CPU time (user, system) when the measured phase began.
+    pub cpu_start: Option<(u64, u64)>,
+    /// Set when an error made the thread stop: the errno and what it was doing.
+    pub fatal: Option<String>,
+}
+
+impl Worker {
+    #[inline]
+    fn should_stop(&mut self, now: u64) -> bool {
+        if self.cpu_start.is_none() && now >= self.measure_start {
+            self.cpu_start = Some(thread_cpu_ns());
+        }
+        now >= self.stop_at || self.progress.is_stopping()
+    }
+
+    fn fail(&mut self, flowop: usize, now: u64, errno: i32) {
+        self.recorder.failed(flowop, now, errno);
+        if is_fatal(errno) {
+            let op = match self.flowops[flowop].kind {
+                OpKind::Read => "read",
+                OpKind::Write => "write",
+            };
+            self.fatal = Some(format!(
+                "{op} failed: {}",
+                std::io::Error::from_raw_os_error(errno)
+            ));
+            self.progress.abort();
+        }
+    }
+
+    /// Sleeps until the schedule's next due time, spinning the last stretch for precision.
+    fn pace(&self, now: u64) {
+        let wait = self.schedule.wait_hint(now).min(50_000_000);
+        if wait > 200_000 {
+            std::thread::sleep(Duration::from_nanos(wait - 100_000));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+
+    pub fn run_psync(&mut self, rng: &mut Rng) {
+        let mut buf = AlignedBuf::new(self.max_iosize(), rng);
+        let mut i = 0;
+        loop {
+            let now = now_ns();
+            if self.should_stop(now) {
+                break;
+            }
+            let Some(due) = self.schedule.take(now) else {
+                self.pace(now);
+                continue;
+            };
+            let f = &mut self.flowops[i];
+            let off = f.offsets.next();
+            let fd = f.file.as_raw_fd();
+            let ptr = buf.as_mut_ptr();
+            // SAFETY: buf holds at least iosize bytes and outlives the call.
+            let res = unsafe {
+                match f.kind {
+                    OpKind::Read => libc::pread(fd, ptr.cast(), f.iosize, off as i64),
+                    OpKind::Write => libc::pwrite(fd, ptr.cast(), f.iosize, off as i64),
+                }
+            };
+            let done = now_ns();
+            if res < 0 {
+                let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+                self.fail(i, done, errno);
+            } else {
+                self.recorder.ok(i, due, done, res as u64);
+            }
+            i = (i + 1) % self.flowops.len();
+        }
+    }
+
+    pub fn run_uring(&mut self, depth: u32, rng: &mut Rng) -> Result<(), WorkloadError> {
+        let mut ring = IoUring::new(depth.next_power_of_two()).map_err(WorkloadError::Uring)?;
+        let size = self.max_iosize();
+        let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(size, rng)).collect();
+        // Per slot: (flowop, due time); a free slot is on `free`.
+        let mut slots: Vec<(usize, u64)> = vec![(0, 0); depth as usize];
+        let mut free: Vec<usize> = (0..depth as usize).rev().collect();
+        let mut next_flowop = 0;
+        let mut inflight = 0usize;
+        let mut completed: Vec<(u64, i32)> = Vec::with_capacity(depth as usize);
+        loop {
+            let now = now_ns();
+            let stopping = self.should_stop(now);
+            if stopping && inflight == 0 {
+                break;
+            }
+            if !stopping {
+                while let Some(&slot) = free.last() {
+                    let Some(due) = self.schedule.take(now) else {
+                        break;
+                    };
+                    free.pop();
+                    let f = &mut self.flowops[next_flowop];
+                    let off = f.offsets.next();
+                    let fd = types::Fd(f.file.as_raw_fd());
+                    let ptr = bufs[slot].as_mut_ptr();
+                    let len = f.iosize as u32;
+                    let sqe = match f.kind {
+                        OpKind::Read => opcode::Read::new(fd, ptr, len).offset(off).build(),
+                        OpKind::Write => opcode::Write::new(fd, ptr, len).offset(off).build(),
+                    };
+                    slots[slot] = (next_flowop, due);
+                    // SAFETY: the buffer and fd stay alive until the completion is reaped
+                    // (we drain every in-flight operation before returning).
+                    unsafe {
+                        ring.submission()
+                            .push(&sqe.user_data(slot as u64))
+                            .expect("ring has a free entry per free slot");
+                    }
+                    inflight += 1;
+                    next_flowop = (next_flowop + 1) % self.flowops.len();
+                }
+            }
+            if inflight == 0 {
+                // Rate-limited and nothing due yet.
+                self.pace(now);
+                continue;
+            }
+            // Wake at least every 100 ms so cancellation is prompt even on a stalled device.
+            let wait = if stopping || self.schedule.period.is_none() {
+                100_000_000
+            } else {
+                self.schedule.wait_hint(now).clamp(1, 100_000_000)
+            };
+            let ts = types::Timespec::from(Duration::from_nanos(wait));
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {}
+                Err(e) => return Err(WorkloadError::Uring(e)),
+            }
+            let done = now_ns();
+            completed.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+            for (slot, res) in completed.drain(..) {
+                let slot = slot as usize;
+                let (flowop, due) = slots[slot];
+                free.push(slot);
+                inflight -= 1;
+                if res < 0 {
+                    self.fail(flowop, done, -res);
+                } else {
+                    self.recorder.ok(flowop, due, done, res as u64);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn max_iosize(&self) -> usize {
+        self.flowops.iter().map(|f| f.iosize).max().unwrap_or(4096)
+    }
+}
+
+/// (user, system) CPU ns of the calling thread.
+pub fn thread_cpu_ns() -> (u64, u64) {
+    // SAFETY: rusage is plain data; RUSAGE_THREAD reports on the calling thread.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
+    (ns(ru.ru_utime), ns(ru.ru_stime))
+}

@@ -1,0 +1,182 @@
+//! End-to-end runs of the engine on real files in a temporary directory.
+
+mod support;
+
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, Instant};
+
+use iowatt_workload::{run, Engine, FileIo, Progress, Status};
+use support::{mincore_pages, TempDir};
+
+fn fileio(personality: &str, dir: &TempDir) -> FileIo {
+    FileIo {
+        name: personality.into(),
+        personality: personality.into(),
+        target: dir.path().to_path_buf(),
+        device: false,
+        iosize: 8192,
+        filesize: 4 << 20,
+        nthreads: 2,
+        directio: false,
+        dsync: false,
+        engine: Engine::Psync,
+        iodepth: 1,
+        runtime_ns: 300_000_000,
+        ramp_ns: 0,
+        rate: None,
+        seed: 42,
+        workingset: 0,
+    }
+}
+
+#[test]
+fn random_writes_land_on_iosize_aligned_blocks_across_the_whole_file() {
+    let dir = TempDir::new("rw");
+    let mut cfg = fileio("randomwrite", &dir);
+    cfg.runtime_ns = 1;
+    // A 1 ns run only lays the file out: that is the "before" image.
+    run(&cfg.build().unwrap(), &Progress::new()).unwrap();
+    let path = dir.path().join("largefile1");
+    let before = std::fs::read(&path).unwrap();
+    cfg.runtime_ns = 200_000_000;
+    let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(before.len(), after.len(), "random writes stay inside the file");
+
+    let blocks: Vec<bool> = before
+        .chunks(8192)
+        .zip(after.chunks(8192))
+        .map(|(a, b)| a != b)
+        .collect();
+    let changed = blocks.iter().filter(|&&c| c).count();
+    assert!(out.ops() > 0 && changed > 0);
+    assert!(changed as u64 <= out.ops());
+    // Every changed block changed completely: writes are aligned to iosize.
+    for (i, (a, b)) in before.chunks(8192).zip(after.chunks(8192)).enumerate() {
+        if a != b {
+            let same = a.iter().zip(b).filter(|(x, y)| x == y).count();
+            assert!(same < 8192 / 64, "block {i} was partly rewritten: misaligned write");
+        }
+    }
+    // And they are spread over the whole file, not a prefix.
+    let quarter = blocks.len() / 4;
+    for q in 0..4 {
+        let hits = blocks[q * quarter..(q + 1) * quarter].iter().filter(|&&c| c).count();
+        assert!(hits > 0, "no write landed in quarter {q} of the file");
+    }
+}
+
+#[test]
+fn random_reads_touch_the_whole_file() {
+    let dir = TempDir::new("rr");
+    let mut cfg = fileio("randomread", &dir);
+    cfg.filesize = 8 << 20;
+    cfg.runtime_ns = 200_000_000;
+    let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
+    assert_eq!(out.errors(), 0);
+    assert_eq!(out.bytes(), out.ops() * 8192, "every read returned a full iosize");
+    // The engine dropped the file from the page cache before the clock started, so the pages
+    // resident now are the ones the run read.
+    let pages = mincore_pages(&dir.path().join("largefile1"));
+    let eighth = pages.len() / 8;
+    for part in 0..8 {
+        let hits = pages[part * eighth..(part + 1) * eighth].iter().filter(|&&p| p).count();
+        assert!(hits > 0, "no read touched part {part} of 8");
+    }
+}
+
+#[test]
+fn sequential_writes_grow_the_file_by_exactly_the_bytes_reported() {
+    let dir = TempDir::new("sw");
+    let mut cfg = fileio("singlestreamwrite", &dir);
+    cfg.nthreads = 1;
+    cfg.iosize = 1 << 20;
+    let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
+    let meta = std::fs::metadata(dir.path().join("largefile1")).unwrap();
+    assert!(out.bytes() > 0);
+    // Writes drained after the deadline land in the file but are not counted.
+    assert!(meta.len() >= out.bytes());
+    assert_eq!(meta.len() % (1 << 20), 0);
+    assert!(meta.blocks() * 512 >= meta.len(), "the file must not be sparse");
+    let data = std::fs::read(dir.path().join("largefile1")).unwrap();
+    assert!(data.iter().any(|&b| b != 0), "written data is random, not zeros");
+}
+
+#[test]
+fn direct_io_with_io_uring_keeps_iodepth_in_flight() {
+    let dir = TempDir::new("uring");
+    let mut cfg = fileio("randomread", &dir);
+    cfg.engine = Engine::IoUring;
+    cfg.iodepth = 16;
+    cfg.directio = true;
+    cfg.iosize = 4096;
+    cfg.nthreads = 1;
+    let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
+    assert_eq!(out.status, Status::Complete);
+    assert_eq!(out.errors(), 0);
+    assert!(out.ops() > 100);
+    assert_eq!(out.bytes(), out.ops() * 4096);
+}
+
+#[test]
+fn intervals_add_up_to_the_totals() {
+    let dir = TempDir::new("iv");
+    let mut cfg = fileio("randomread", &dir);
+    cfg.runtime_ns = 2_000_000_000;
+    cfg.ramp_ns = 300_000_000;
+    let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
+    assert_eq!(out.intervals.len(), 2);
+    assert_eq!(out.intervals.iter().map(|r| r.ops).sum::<u64>(), out.ops());
+    assert_eq!(out.intervals.iter().map(|r| r.bytes).sum::<u64>(), out.bytes());
+    assert_eq!(out.histogram().count(), out.ops());
+    assert_eq!(out.measured_ns, 2_000_000_000);
+}
+
+#[test]
+fn a_rate_limit_issues_the_intended_number_of_operations() {
+    let dir = TempDir::new("rate");
+    let mut cfg = fileio("randomread", &dir);
+    cfg.rate = Some(400.0);
+    cfg.runtime_ns = 1_000_000_000;
+    let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
+    assert!(
+        (360..=402).contains(&out.ops()),
+        "400 ops/s for 1 s gave {} ops",
+        out.ops()
+    );
+}
+
+#[test]
+fn cancelling_stops_a_long_run_promptly_and_keeps_what_was_measured() {
+    let dir = TempDir::new("cancel");
+    let mut cfg = fileio("randomread", &dir);
+    cfg.runtime_ns = 60_000_000_000;
+    let progress = Progress::new();
+    let p = progress.clone();
+    let canceller = std::thread::spawn(move || {
+        while p.snapshot().ops < 1000 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        p.cancel();
+        Instant::now()
+    });
+    let out = run(&cfg.build().unwrap(), &progress).unwrap();
+    let returned = Instant::now();
+    let cancelled = canceller.join().unwrap();
+    assert_eq!(out.status, Status::Cancelled);
+    assert!(out.ops() > 0);
+    assert!(out.measured_ns < 60_000_000_000);
+    assert!(returned.duration_since(cancelled) < Duration::from_secs(1));
+}
+
+#[test]
+fn unknown_personalities_and_impossible_configs_are_refused() {
+    let dir = TempDir::new("bad");
+    let mut cfg = fileio("randomsomething", &dir);
+    let err = cfg.build().unwrap_err();
+    assert!(err.to_string().contains("`randomsomething`"));
+    cfg.personality = "randomread".into();
+    cfg.filesize = 1024;
+    let err = run(&cfg.build().unwrap(), &Progress::new()).unwrap_err();
+    assert!(err.to_string().contains("smaller than iosize"), "{err}");
+}
