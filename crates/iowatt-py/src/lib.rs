@@ -1,1 +1,17 @@
+//! The `iowatt._core` extension: bindings only, one file per engine, no logic of its own.
 
+use pyo3::prelude::*;
+
+mod errors;
+mod units;
+mod workload;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(units::parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(units::parse_duration_ns, m)?)?;
+    m.add_class::<workload::WorkloadRun>()?;
+    m.add("PERSONALITIES", iowatt_workload::personality::PERSONALITIES.to_vec())?;
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! `WorkloadRun`: starts the engine on its own thread and lets Python watch, cancel and collect
+//! it without holding the GIL.
+
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use iowatt_metrics::LatencyHistogram;
+use iowatt_workload::{FileIo, Output, Progress, Status, Workload, WorkloadError};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::{from_workload, raise};
+
+type Outcome = Result<Output, WorkloadError>;
+
+#[pyclass(module = "iowatt._core")]
+pub struct WorkloadRun {
+    workload: Workload,
+    progress: Progress,
+    handle: Mutex<Option<JoinHandle<Outcome>>>,
+    outcome: Mutex<Option<Outcome>>,
+}
+
+#[pymethods]
+impl WorkloadRun {
+    /// Builds the workload of a FileIO personality given as JSON (see `iowatt.bench`).
+    #[new]
+    fn new(py: Python<'_>, fileio_json: &str) -> PyResult<Self> {
+        let fileio: FileIo = serde_json::from_str(fileio_json)
+            .map_err(|e| raise(py, "ConfigError", format!("invalid workload: {e}"), None))?;
+        let workload = fileio.build().map_err(|e| from_workload(py, &e))?;
+        Ok(Self {
+            workload,
+            progress: Progress::new(),
+            handle: Mutex::new(None),
+            outcome: Mutex::new(None),
+        })
+    }
+
+    /// The workload model (files, threads, flowops) as JSON.
+    fn model_json(&self) -> String {
+        serde_json::to_string(&self.workload).expect("the model serializes")
+    }
+
+    fn start(&self) -> PyResult<()> {
+        let mut handle = self.handle.lock().unwrap();
+        if handle.is_some() {
+            return Err(PyRuntimeError::new_err("the run was already started"));
+        }
+        let workload = self.workload.clone();
+        let progress = self.progress.clone();
+        *handle = Some(std::thread::spawn(move || {
+            iowatt_workload::run(&workload, &progress)
+        }));
+        Ok(())
+    }
+
+    fn cancel(&self) {
+        self.progress.cancel();
+    }
+
+    /// Waits up to `timeout_s` for the run to end, without the GIL; true when it has ended.
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
+        py.detach(|| loop {
+            let mut handle = self.handle.lock().unwrap();
+            match handle.as_ref() {
+                None => return self.outcome.lock().unwrap().is_some(),
+                Some(h) if h.is_finished() => {
+                    let outcome = handle.take().unwrap().join().unwrap_or_else(|_| {
+                        Err(WorkloadError::Invalid("the engine thread panicked".into()))
+                    });
+                    *self.outcome.lock().unwrap() = Some(outcome);
+                    return true;
+                }
+                Some(_) => {}
+            }
+            drop(handle);
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        })
+    }
+
+    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.progress.snapshot();
+        let d = PyDict::new(py);
+        d.set_item("phase", s.phase.as_str())?;
+        d.set_item("prepared_bytes", s.prepared_bytes)?;
+        d.set_item("prepare_total", s.prepare_total)?;
+        d.set_item("ops", s.ops)?;
+        d.set_item("bytes", s.bytes)?;
+        d.set_item("errors", s.errors)?;
+        d.set_item("measure_start_ns", s.measure_start_ns)?;
+        d.set_item("measure_end_ns", s.measure_end_ns)?;
+        Ok(d)
+    }
+
+    /// The output as plain Python data; raises the run's error if it could not start.
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let outcome = self.outcome.lock().unwrap();
+        match outcome.as_ref() {
+            None => Err(PyRuntimeError::new_err("the run has not ended; call wait()")),
+            Some(Err(e)) => Err(from_workload(py, e)),
+            Some(Ok(out)) => output_dict(py, out),
+        }
+    }
+}
+
+fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let (status, reason) = match &out.status {
+        Status::Complete => ("complete", None),
+        Status::Cancelled => ("cancelled", Some("interrupted".to_string())),
+        Status::Failed(r) => ("failed", Some(r.clone())),
+    };
+    d.set_item("name", &out.name)?;
+    d.set_item("status", status)?;
+    d.set_item("reason", reason)?;
+    d.set_item("measure_start_ns", out.measure_start_ns)?;
+    d.set_item("measured_ns", out.measured_ns)?;
+    d.set_item("cpu_usr_ns", out.cpu_usr_ns)?;
+    d.set_item("cpu_sys_ns", out.cpu_sys_ns)?;
+    d.set_item("errors_by_kind", out.errors_by_kind.clone())?;
+    d.set_item("histogram", hist_dict(py, &out.histogram())?)?;
+    let flowops = out
+        .flowops
+        .iter()
+        .map(|f| {
+            let fd = hist_dict(py, &f.hist)?;
+            fd.set_item("name", &f.name)?;
+            fd.set_item("ops", f.ops)?;
+            fd.set_item("bytes", f.bytes)?;
+            fd.set_item("errors", f.errors)?;
+            Ok(fd)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    d.set_item("flowops", flowops)?;
+    let iv = PyDict::new(py);
+    let rows = &out.intervals;
+    iv.set_item("t_ns", rows.iter().map(|r| r.t_ns).collect::<Vec<_>>())?;
+    iv.set_item("duration_ns", rows.iter().map(|r| r.duration_ns).collect::<Vec<_>>())?;
+    iv.set_item("ops", rows.iter().map(|r| r.ops).collect::<Vec<_>>())?;
+    iv.set_item("bytes", rows.iter().map(|r| r.bytes).collect::<Vec<_>>())?;
+    iv.set_item("errors", rows.iter().map(|r| r.errors).collect::<Vec<_>>())?;
+    iv.set_item("p50_ns", rows.iter().map(|r| r.p50_ns).collect::<Vec<_>>())?;
+    iv.set_item("p99_ns", rows.iter().map(|r| r.p99_ns).collect::<Vec<_>>())?;
+    iv.set_item("p999_ns", rows.iter().map(|r| r.p999_ns).collect::<Vec<_>>())?;
+    iv.set_item("max_ns", rows.iter().map(|r| r.max_ns).collect::<Vec<_>>())?;
+    d.set_item("intervals", iv)?;
+    Ok(d)
+}
+
+fn hist_dict<'py>(py: Python<'py>, h: &LatencyHistogram) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let buckets = h.buckets();
+    d.set_item("value_ns", buckets.iter().map(|b| b.value_ns).collect::<Vec<_>>())?;
+    d.set_item("count", buckets.iter().map(|b| b.count).collect::<Vec<_>>())?;
+    d.set_item("min_ns", h.min())?;
+    d.set_item("max_ns", h.max())?;
+    d.set_item("mean_ns", h.mean())?;
+    d.set_item("stdev_ns", h.stdev())?;
+    d.set_item("saturated", h.saturated())?;
+    Ok(d)
+}

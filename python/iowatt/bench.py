@@ -1,0 +1,428 @@
+"""``iowatt bench``: run FileIO workloads on a directory or block device and store the run.
+
+:func:`plan` turns what a user asked for into a fully resolved :class:`BenchConfig`;
+:func:`run` executes it and returns the committed run directory. Both are what the CLI calls,
+so a notebook gets the same result with ``iowatt.bench.run(iowatt.bench.plan(...))``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import stat
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from iowatt import __version__, _core
+from iowatt.errors import ConfigError, IowattError, RunInterrupted, TargetError
+from iowatt.fileio import (
+    DEFAULT_RUNTIME,
+    PERSONALITIES,
+    PERSONALITY_DEFAULTS,
+    QUICK_DEFAULTS,
+    SUITE_DEFAULTS,
+    SUITE_ENTRIES,
+    SUITES,
+    SuiteEntry,
+)
+from iowatt.hostinfo import host_facts
+from iowatt.store import RunWriter, index_run, new_run_id
+from iowatt.summary import fio_job, interval_table, latency_table, workload_summary
+from iowatt.target import check_block_target, check_dir_target, check_free_space, supports_odirect
+from iowatt.units import parse_duration, parse_size
+
+ENGINES = ("psync", "io_uring")
+POLL_S = 0.1
+
+
+@dataclass
+class WorkloadConfig:
+    """One workload with every parameter resolved (recorded in the manifest as is)."""
+
+    name: str
+    personality: str
+    iosize: int
+    filesize: int
+    nthreads: int
+    directio: bool
+    dsync: bool
+    engine: str
+    iodepth: int
+    runtime_s: float
+    ramp_s: float
+    rate: float | None
+    seed: int
+    workingset: int = 0
+
+
+@dataclass
+class BenchConfig:
+    workloads: list[WorkloadConfig]
+    target: Path | None
+    results: Path
+    suite: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    seed: int = 0
+    destroy_data: bool = False
+    report: bool = True
+
+
+@dataclass
+class Options:
+    """What the user typed; ``None`` means "use the default for this workload"."""
+
+    iosize: str | None = None
+    filesize: str | None = None
+    nthreads: int | None = None
+    runtime: str | None = None
+    ramp: str | None = None
+    engine: str | None = None
+    iodepth: int | None = None
+    directio: bool | None = None
+    dsync: bool = False
+    rate: float | None = None
+    seed: int | None = None
+
+
+class Reporter(Protocol):
+    """Receives progress while a bench runs (the CLI draws bars; tests may record)."""
+
+    def workload_started(self, wl: WorkloadConfig) -> None: ...
+    def update(self, wl: WorkloadConfig, progress: dict[str, Any]) -> None: ...
+    def workload_finished(self, wl: WorkloadConfig, summary: dict[str, Any]) -> None: ...
+    def warn(self, message: str) -> None: ...
+
+
+class SilentReporter:
+    def workload_started(self, wl: WorkloadConfig) -> None:
+        pass
+
+    def update(self, wl: WorkloadConfig, progress: dict[str, Any]) -> None:
+        pass
+
+    def workload_finished(self, wl: WorkloadConfig, summary: dict[str, Any]) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
+        pass
+
+
+# --- planning ---------------------------------------------------------------------------------
+
+
+def plan(
+    what: str | None,
+    opts: Options,
+    *,
+    suite: str | None = None,
+    target: Path | None = None,
+    results: Path,
+    labels: dict[str, str] | None = None,
+    destroy_data: bool = False,
+) -> BenchConfig:
+    """Resolves a personality, a suite workload or a whole suite into a BenchConfig.
+
+    With neither ``what`` nor ``suite``, runs the quick FileIO suite (2 s per workload, 64 MiB).
+    """
+    seed = opts.seed if opts.seed is not None else secrets.randbits(32)
+    if what and suite:
+        raise ConfigError(
+            f"give a workload `{what}` or --suite `{suite}`, not both",
+            "drop one of them",
+        )
+    if what is None:
+        name = suite or "fileio"
+        if name not in SUITES:
+            raise ConfigError(f"unknown suite `{name}`", f"suites are: {', '.join(SUITES)}")
+        defaults: dict[str, Any] = SUITE_DEFAULTS if suite else QUICK_DEFAULTS
+        workloads = [_from_entry(e, opts, defaults, seed) for e in SUITES[name]]
+        suite = name
+    elif what in SUITE_ENTRIES:
+        workloads = [_from_entry(SUITE_ENTRIES[what], opts, SUITE_DEFAULTS, seed)]
+    elif what in PERSONALITIES:
+        workloads = [_from_personality(what, opts, seed)]
+    else:
+        known = ", ".join((*PERSONALITIES, *SUITE_ENTRIES))
+        raise ConfigError(f"unknown personality `{what}`", f"choose one of: {known}")
+    return BenchConfig(
+        workloads=workloads,
+        target=target,
+        results=results,
+        suite=suite,
+        labels=labels or {},
+        seed=seed,
+        destroy_data=destroy_data,
+    )
+
+
+def _from_entry(
+    e: SuiteEntry, opts: Options, defaults: dict[str, Any], seed: int
+) -> WorkloadConfig:
+    nthreads = e.nthreads if e.nthreads == 1 else opts.nthreads or defaults.get("nthreads")
+    return _resolve(
+        e.name,
+        e.personality,
+        opts,
+        iosize=opts.iosize or e.iosize,
+        filesize=opts.filesize or defaults["filesize"],
+        nthreads=nthreads or e.nthreads,
+        runtime=opts.runtime or defaults["runtime"],
+        directio=e.directio if opts.directio is None else opts.directio,
+        seed=seed,
+    )
+
+
+def _from_personality(personality: str, opts: Options, seed: int) -> WorkloadConfig:
+    d = PERSONALITY_DEFAULTS[personality]
+    return _resolve(
+        personality,
+        personality,
+        opts,
+        iosize=opts.iosize or d["iosize"],
+        filesize=opts.filesize or d["filesize"],
+        nthreads=opts.nthreads or 1,
+        runtime=opts.runtime or DEFAULT_RUNTIME,
+        directio=bool(opts.directio),
+        seed=seed,
+    )
+
+
+def _resolve(
+    name: str,
+    personality: str,
+    opts: Options,
+    *,
+    iosize: str,
+    filesize: str,
+    nthreads: int,
+    runtime: str,
+    directio: bool,
+    seed: int,
+) -> WorkloadConfig:
+    engine = (opts.engine or "psync").replace("-", "_")
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine `{opts.engine}`", f"engines are: {', '.join(ENGINES)}")
+    iodepth = opts.iodepth or (32 if engine == "io_uring" else 1)
+    if engine == "psync" and iodepth != 1:
+        raise ConfigError(
+            f"--iodepth `{iodepth}` needs an asynchronous engine",
+            "psync keeps one operation in flight per thread; add --engine io_uring",
+        )
+    if iodepth < 1 or nthreads < 1:
+        raise ConfigError("--iodepth and --nthreads must be at least 1", "e.g. --nthreads 4")
+    if opts.rate is not None and opts.rate <= 0:
+        raise ConfigError(f"--rate `{opts.rate}` must be positive", "e.g. --rate 5000 (ops/s)")
+    runtime_s = parse_duration(runtime, "--runtime")
+    if runtime_s <= 0:
+        raise ConfigError(f"--runtime `{runtime}` must be longer than zero", "e.g. --runtime 30s")
+    wl = WorkloadConfig(
+        name=name,
+        personality=personality,
+        iosize=parse_size(iosize, "--iosize"),
+        filesize=parse_size(filesize, "--filesize"),
+        nthreads=nthreads,
+        directio=directio,
+        dsync=opts.dsync,
+        engine=engine,
+        iodepth=iodepth,
+        runtime_s=runtime_s,
+        ramp_s=parse_duration(opts.ramp or 0, "--ramp"),
+        rate=opts.rate,
+        seed=seed,
+    )
+    if wl.iosize <= 0:
+        raise ConfigError(f"--iosize `{iosize}` must be at least one byte", "e.g. --iosize 4k")
+    return wl
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+def run(config: BenchConfig, reporter: Reporter | None = None) -> Path:
+    """Runs every workload and commits the run; returns its directory.
+
+    The run is written whatever happens. After it is written, an error that stopped it is
+    raised again (an interrupted run raises :class:`RunInterrupted`).
+    """
+    reporter = reporter or SilentReporter()
+    config.results.mkdir(parents=True, exist_ok=True)
+    run_id = new_run_id("bench")
+    writer = RunWriter(config.results, run_id)
+    started_ns = time.time_ns()
+    outcomes: list[tuple[WorkloadConfig, dict[str, Any]]] = []
+    failure: IowattError | None = None
+    target, scratch = _target_dir(config.target)
+    workdir: Path | None = None
+    host: dict[str, Any] = {}
+    device = False
+    try:
+        device = _check_target(config, target)
+        host = host_facts(target)
+        _warn_about(host, config, reporter)
+        if not device:
+            workdir = target / f"iowatt-{run_id}"
+            workdir.mkdir()
+        for wl in config.workloads:
+            outcome = _run_workload(wl, workdir or target, device, reporter)
+            outcomes.append((wl, outcome))
+            if outcome["status"] != "complete":
+                failure = _failure(outcome)
+                break
+    except KeyboardInterrupt:
+        failure = RunInterrupted("interrupted")
+    except IowattError as e:
+        failure = e
+    finally:
+        # iowatt deletes only what it created: its own work directory (or temp target).
+        for path in (workdir, scratch):
+            if path is not None:
+                shutil.rmtree(path, ignore_errors=True)
+    run_dir = _write_run(writer, config, outcomes, failure, host, started_ns, device)
+    if failure is not None:
+        raise failure
+    return run_dir
+
+
+def _target_dir(target: Path | None) -> tuple[Path, Path | None]:
+    if target is not None:
+        return target, None
+    scratch = Path(tempfile.mkdtemp(prefix="iowatt-bench-"))
+    return scratch, scratch
+
+
+def _check_target(config: BenchConfig, target: Path) -> bool:
+    """Checks the target and returns whether it is a block device."""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = 0
+    if stat.S_ISBLK(mode):
+        check_block_target(target, config.destroy_data)
+        size = _device_size(target)
+        for wl in config.workloads:
+            if wl.filesize > size:
+                raise ConfigError(
+                    f"--filesize `{wl.filesize}` is larger than `{target}` ({size} bytes)",
+                    "use a smaller --filesize",
+                )
+        return True
+    check_dir_target(target)
+    check_free_space(target, max(_bytes_needed(wl) for wl in config.workloads))
+    if any(wl.directio for wl in config.workloads) and not supports_odirect(target):
+        raise TargetError(
+            f"O_DIRECT is not supported on `{target}`",
+            "this file system has no direct I/O (ramfs, some FUSE); pass --buffered",
+        )
+    return False
+
+
+def _bytes_needed(wl: WorkloadConfig) -> int:
+    streams = 5 if wl.personality.startswith("multistream") else 1
+    return (
+        0
+        if wl.personality.endswith("write") and "random" not in wl.personality
+        else (wl.filesize * streams)
+    )
+
+
+def _device_size(dev: Path) -> int:
+    fd = os.open(dev, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+def _warn_about(host: dict[str, Any], config: BenchConfig, reporter: Reporter) -> None:
+    fs = (host.get("target") or {}).get("fs_type")
+    if fs in ("tmpfs", "ramfs"):
+        reporter.warn(f"the target is on {fs}: results measure memory, not a storage device")
+
+
+def _run_workload(
+    wl: WorkloadConfig, where: Path, device: bool, reporter: Reporter
+) -> dict[str, Any]:
+    spec = {**asdict(wl), "target": str(where), "device": device}
+    spec["runtime_ns"] = round(wl.runtime_s * 1e9)
+    spec["ramp_ns"] = round(wl.ramp_s * 1e9)
+    engine_run = _core.WorkloadRun(json.dumps(spec))
+    reporter.workload_started(wl)
+    engine_run.start()
+    try:
+        while not engine_run.wait(POLL_S):
+            reporter.update(wl, engine_run.progress())
+    except KeyboardInterrupt:
+        engine_run.cancel()
+        while not engine_run.wait(POLL_S):
+            pass
+    result = engine_run.result()
+    summary = workload_summary(result)
+    reporter.workload_finished(wl, summary)
+    return result
+
+
+def _failure(outcome: dict[str, Any]) -> IowattError:
+    if outcome["status"] == "cancelled":
+        return RunInterrupted("interrupted")
+    return TargetError(
+        f"workload `{outcome['name']}` stopped: {outcome['reason']}",
+        "free some space or use a smaller --filesize"
+        if "space" in (outcome["reason"] or "")
+        else None,
+    )
+
+
+def _write_run(
+    writer: RunWriter,
+    config: BenchConfig,
+    outcomes: list[tuple[WorkloadConfig, dict[str, Any]]],
+    failure: IowattError | None,
+    host: dict[str, Any],
+    started_ns: int,
+    device: bool,
+) -> Path:
+    results = [r for _, r in outcomes]
+    summaries = {wl.name: workload_summary(r) for wl, r in outcomes}
+    status = "complete" if failure is None else "incomplete"
+    manifest = {
+        "run_id": writer.run_id,
+        "kind": "bench",
+        "status": status,
+        "reason": None if failure is None else failure.message,
+        "iowatt_version": __version__,
+        "started_ns": started_ns,
+        "ended_ns": time.time_ns(),
+        "seed": config.seed,
+        "labels": config.labels,
+        "config": {
+            "target": str(config.target) if config.target else None,
+            "device": device,
+            "suite": config.suite,
+            "workloads": [asdict(wl) for wl in config.workloads],
+        },
+        "host": host,
+    }
+    fio = {
+        "fio version": f"iowatt-{__version__}",
+        "timestamp": started_ns // 1_000_000_000,
+        "jobs": [fio_job(wl.name, wl.personality, summaries[wl.name], r) for wl, r in outcomes],
+    }
+    writer.write_json("manifest.json", manifest)
+    writer.write_json(
+        "summary.json",
+        {"run_id": writer.run_id, "status": status, "workloads": summaries, "fio": fio},
+    )
+    writer.write_table("intervals.parquet", interval_table(writer.run_id, results))
+    writer.write_table("latency.parquet", latency_table(writer.run_id, results))
+    run_dir = writer.commit()
+    index_run(config.results, run_dir)
+    if config.report and outcomes:
+        from iowatt.report import write_report  # matplotlib is slow to import; only when needed
+
+        write_report([run_dir], run_dir / "report.html")
+    return run_dir

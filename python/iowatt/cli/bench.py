@@ -1,0 +1,82 @@
+"""``iowatt bench``: run a FileIO personality, a suite workload or a whole suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from iowatt import bench as bench_lib
+from iowatt.bench import Options, SilentReporter
+from iowatt.cli.progress import RichReporter
+from iowatt.fileio import PERSONALITIES, SUITES
+from iowatt.store import parse_filters, read_summary, results_dir
+
+
+@click.command()
+@click.argument("workload", required=False)
+@click.option("--suite", help=f"Run a whole suite ({', '.join(SUITES)}) with its full settings.")
+@click.option("--target", type=click.Path(path_type=Path), help="Directory or block device.")
+@click.option("--iosize", help="I/O size, e.g. 4k, 1m.")
+@click.option("--filesize", help="File size, e.g. 256m, 10g.")
+@click.option("--nthreads", type=int, help="Threads per random workload.")
+@click.option("--runtime", help="Measured time per workload, e.g. 30s.")
+@click.option("--ramp", help="Warm-up excluded from results, e.g. 5s.")
+@click.option("--engine", help="psync (default) or io_uring.")
+@click.option("--iodepth", type=int, help="Operations in flight per thread (io_uring; default 32).")
+@click.option("--directio/--buffered", default=None, help="O_DIRECT, or through the page cache.")
+@click.option("--dsync", is_flag=True, help="Open files with O_DSYNC.")
+@click.option("--rate", type=float, help="Open-loop rate limit in ops/s across all threads.")
+@click.option("--seed", type=int, help="Seed for offsets and data (recorded in the run).")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
+@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
+@click.option("--destroy-data", is_flag=True, help="Allow writing over a device with data on it.")
+@click.option("--no-report", is_flag=True, help="Do not write report.html.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json to stdout.")
+def bench(
+    workload: str | None,
+    suite: str | None,
+    target: Path | None,
+    labels: tuple[str, ...],
+    results: Path | None,
+    destroy_data: bool,
+    no_report: bool,
+    quiet: bool,
+    as_json: bool,
+    **opts: object,
+) -> None:
+    (
+        """Run FileBench FileIO workloads and store the run.
+
+    WORKLOAD is a personality ("""
+        + ", ".join(PERSONALITIES)
+        + """) or a suite workload such as
+    randomread8k. With no WORKLOAD and no --suite, runs a short FileIO suite (2 s each, 64 MiB
+    file) in a temporary directory.
+    """
+    )
+    config = bench_lib.plan(
+        workload,
+        Options(**opts),  # type: ignore[arg-type]
+        suite=suite,
+        target=target,
+        results=results_dir(results),
+        labels=parse_filters(labels),
+        destroy_data=destroy_data,
+    )
+    config.report = not no_report
+    reporter = SilentReporter() if quiet or as_json else RichReporter()
+    try:
+        run_dir = bench_lib.run(config, reporter)
+    finally:
+        if isinstance(reporter, RichReporter):
+            reporter.close()
+    if as_json:
+        click.echo(json.dumps(read_summary(run_dir), indent=2))
+        return
+    if not quiet:
+        click.echo(f"run {run_dir.name} written to {run_dir}")
+        if (run_dir / "report.html").exists():
+            click.echo(f"report: {run_dir / 'report.html'}")

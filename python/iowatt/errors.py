@@ -1,0 +1,52 @@
+"""The errors a user can cause, and the exit codes iowatt uses.
+
+Every user-caused error carries the offending value and a hint; the CLI renders it as
+``error: …`` / ``hint: …`` on stderr and exits with :data:`EXIT_USAGE`. Anything else is an
+internal failure (:data:`EXIT_INTERNAL`), shown with its traceback under ``--debug``.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class IowattError(Exception):
+    """A problem with the user's input or environment, reported without a traceback."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def render(self) -> str:
+        lines = [f"error: {self.message}"]
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return "\n".join(lines)
+
+
+class ConfigError(IowattError):
+    """A size, duration, name or option value that does not parse or is out of range."""
+
+
+class TargetError(IowattError):
+    """A target directory or device that cannot be used as asked."""
+
+
+class UnsafeTargetError(TargetError):
+    """A block device that holds data iowatt was not told it may destroy."""
+
+
+class RunNotFoundError(IowattError):
+    """A run id or path that is not in the results directory."""
+
+
+class RunInterrupted(IowattError):
+    """The run was stopped by Ctrl-C or SIGTERM; what was measured has been written."""
+
+    exit_code = EXIT_INTERRUPTED

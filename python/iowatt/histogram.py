@@ -1,0 +1,71 @@
+"""Percentiles and CDFs recomputed exactly from stored HDR histograms (``latency.parquet``).
+
+The rule is the engine's own (``iowatt-metrics`` ``LatencyHistogram::percentile``): sort the
+buckets by value, and percentile p is the first ``value_ns`` whose cumulative count reaches
+``ceil(p / 100 · total)`` (at least 1). The rank is computed with the same float operations as
+the Rust code, so a recomputed percentile equals the reported one bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+# The percentiles every summary carries.
+STANDARD_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
+
+
+def _sorted_buckets(
+    values_ns: Sequence[int] | npt.NDArray[np.int64],
+    counts: Sequence[int] | npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    values = np.asarray(values_ns, dtype=np.int64)
+    weights = np.asarray(counts, dtype=np.int64)
+    if values.shape != weights.shape:
+        raise ValueError(f"{values.size} values but {weights.size} counts")
+    order = np.argsort(values, kind="stable")
+    return values[order], weights[order]
+
+
+def percentile(
+    values_ns: Sequence[int] | npt.NDArray[np.int64],
+    counts: Sequence[int] | npt.NDArray[np.int64],
+    p: float,
+) -> int:
+    """Percentile ``p`` (0 to 100) of a bucketed histogram, in ns; 0 for an empty histogram."""
+    values, weights = _sorted_buckets(values_ns, counts)
+    total = int(weights.sum())
+    if total == 0:
+        return 0
+    rank = max(math.ceil((p / 100.0) * float(total)), 1)
+    index = int(np.searchsorted(np.cumsum(weights), rank, side="left"))
+    # A rank beyond the total (p > 100) clamps to the largest bucket, as the engine does.
+    return int(values[min(index, values.size - 1)])
+
+
+def cdf(
+    values_ns: Sequence[int] | npt.NDArray[np.int64],
+    counts: Sequence[int] | npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The empirical CDF: bucket values and the fraction of operations at or below each."""
+    values, weights = _sorted_buckets(values_ns, counts)
+    keep = weights > 0
+    values, weights = values[keep], weights[keep]
+    cumulative = np.cumsum(weights)
+    if cumulative.size == 0:
+        return values, cumulative.astype(np.float64)
+    return values, cumulative / cumulative[-1]
+
+
+def fraction_above(
+    values_ns: Sequence[int] | npt.NDArray[np.int64],
+    counts: Sequence[int] | npt.NDArray[np.int64],
+    threshold_ns: int,
+) -> float:
+    """Share of operations slower than ``threshold_ns`` (exact up to bucket resolution)."""
+    values, weights = _sorted_buckets(values_ns, counts)
+    total = int(weights.sum())
+    return float(weights[values > threshold_ns].sum()) / total if total else 0.0

@@ -1,0 +1,49 @@
+"""The self-contained HTML report of one or more runs.
+
+One file, no network: styles sit in the page and plots are inline SVG, so a report can be
+mailed, archived or opened offline. Layout lives in ``template.html``; this package only
+gathers what it shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import jinja2
+
+from iowatt import __version__
+from iowatt.histogram import percentile
+from iowatt.report.context import PERCENTILES, build_plots, run_view, styles, workload_row
+from iowatt.report.load import load_run
+
+__all__ = ["percentile", "write_report"]
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
+    """Write one self-contained HTML report of the runs in ``run_dirs`` to ``out``.
+
+    Each run directory is read as described in docs/run-store.md; a run without a manifest
+    raises :class:`iowatt.errors.RunNotFoundError`. Returns ``out``.
+    """
+    if not run_dirs:
+        raise ValueError("write_report needs at least one run directory")
+    runs = [load_run(Path(d)) for d in run_dirs]
+    style = styles(runs)
+    html = _ENV.get_template("template.html").render(
+        runs=[run_view(run) for run in runs],
+        rows=[workload_row(run, w, style[run.run_id, w]) for run in runs for w in run.workloads],
+        plots={plot.name: plot for plot in build_plots(runs, style)},
+        percentiles=[f"p{p:g}" if p < 100 else "max" for p in PERCENTILES],
+        version=__version__,
+    )
+    out.write_text(html, encoding="utf-8")
+    return out

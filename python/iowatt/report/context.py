@@ -1,0 +1,200 @@
+"""What the template shows: runs, their host facts, and one row per (run, workload).
+
+Everything here is plain data already formatted for people; exact values ride along (``ns``,
+``count``) so the HTML can carry them next to the rounded text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from iowatt.histogram import cdf, percentile
+from iowatt.report import plots
+from iowatt.report.load import Run
+from iowatt.report.plots import Bar, Line, Style
+from iowatt.units import format_bytes, format_duration, format_ns, format_rate
+
+# The percentiles the report tabulates; 100 is the maximum.
+PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99, 100.0)
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run's header: identity, status and where it ran."""
+
+    run_id: str
+    kind: str
+    status: str
+    reason: str | None
+    started: str
+    duration: str
+    labels: dict[str, str]
+    facts: list[tuple[str, str]]
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether the run stopped before finishing what it was asked to do."""
+        return self.status != "complete"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A latency cell: human text, with the exact ns kept for the HTML."""
+
+    text: str
+    ns: int
+
+
+@dataclass(frozen=True)
+class WorkloadRow:
+    """One (run, workload): its throughput and, when it has a histogram, its percentiles."""
+
+    run_id: str
+    workload: str
+    style: Style
+    ops: str
+    ops_s: str
+    mib_s: str
+    errors: str
+    runtime: str
+    samples: int
+    percentiles: list[Cell]
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One figure: the ``data-plot`` name, a caption, and the SVG (``None``: no data)."""
+
+    name: str
+    caption: str
+    svg: str | None
+
+
+def _timestamp(ns: Any) -> str:
+    if not isinstance(ns, int):
+        return "unknown"
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _fact(value: Any) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def _host_facts(host: dict[str, Any]) -> list[tuple[str, str]]:
+    target = host.get("target") or {}
+    spins = target.get("rotational")
+    rotational = None if spins is None else "yes (HDD)" if spins else "no (SSD/NVMe)"
+    mem = host.get("mem_bytes")
+    cpu = _fact(host.get("cpu_model"))
+    if host.get("ncpus"):
+        cpu += f" ({host['ncpus']} CPUs)"
+    return [
+        ("host", _fact(host.get("hostname"))),
+        ("kernel", _fact(host.get("kernel"))),
+        ("cpu", cpu),
+        ("memory", format_bytes(mem) if isinstance(mem, int) else "unknown"),
+        ("target", _fact(target.get("path"))),
+        ("file system", f"{_fact(target.get('fs_type'))} on {_fact(target.get('mount_point'))}"),
+        ("device", f"{_fact(target.get('device'))} ({_fact(target.get('device_model'))})"),
+        ("rotational", _fact(rotational)),
+        ("scheduler", _fact(target.get("scheduler"))),
+        ("logical block", _fact(target.get("logical_block_size"))),
+    ]
+
+
+def run_view(run: Run) -> RunView:
+    """The header of one run."""
+    m = run.manifest
+    started, ended = m.get("started_ns"), m.get("ended_ns")
+    duration = "unknown"
+    if isinstance(started, int) and isinstance(ended, int):
+        duration = format_duration((ended - started) / 1e9)
+    return RunView(
+        run_id=run.run_id,
+        kind=_fact(m.get("kind")),
+        status=_fact(m.get("status")),
+        reason=m.get("reason"),
+        started=_timestamp(started),
+        duration=duration,
+        labels={str(k): str(v) for k, v in (m.get("labels") or {}).items()},
+        facts=_host_facts(m.get("host") or {}),
+    )
+
+
+def _number(summary: dict[str, Any], key: str, fmt: Callable[[Any], str]) -> str:
+    value = summary.get(key)
+    return fmt(value) if isinstance(value, int | float) else "—"
+
+
+def workload_row(run: Run, workload: str, style: Style) -> WorkloadRow:
+    """Throughput from summary.json and exact percentiles from latency.parquet."""
+    summary = run.summary.get("workloads", {}).get(workload, {})
+    hist = run.latency.get(workload)
+    cells = []
+    if hist is not None and hist.total:
+        for p in PERCENTILES:
+            ns = percentile(hist.values_ns, hist.counts, p)
+            cells.append(Cell(format_ns(ns), ns))
+    return WorkloadRow(
+        run_id=run.run_id,
+        workload=workload,
+        style=style,
+        ops=_number(summary, "ops", lambda v: f"{v:,}"),
+        ops_s=_number(summary, "ops_s", format_rate),
+        mib_s=_number(summary, "mib_s", format_rate),
+        errors=_number(summary, "errors", lambda v: f"{v:,}"),
+        runtime=_number(summary, "runtime_s", format_duration),
+        samples=hist.total if hist is not None else 0,
+        percentiles=cells,
+    )
+
+
+def styles(runs: Sequence[Run]) -> dict[tuple[str, str], Style]:
+    """A style per (run id, workload): one colour per workload name across all runs."""
+    names = list(dict.fromkeys(w for run in runs for w in run.workloads))
+    several = len(runs) > 1
+    return {
+        (run.run_id, w): plots.series_style(
+            f"{w} · {run.run_id}" if several else w, names.index(w), i
+        )
+        for i, run in enumerate(runs)
+        for w in run.workloads
+    }
+
+
+def build_plots(runs: Sequence[Run], style: dict[tuple[str, str], Style]) -> list[Plot]:
+    """The three figures, in page order."""
+    bars, cdfs, timelines = [], [], []
+    for run in runs:
+        for w in run.workloads:
+            s = style[run.run_id, w]
+            summary = run.summary.get("workloads", {}).get(w)
+            if summary and summary.get("ops"):
+                bars.append(Bar(run.run_id, w, s.color, summary["ops_s"], summary["mib_s"]))
+            if w in run.latency:
+                cdfs.append(Line(s, *cdf(run.latency[w].values_ns, run.latency[w].counts)))
+            if w in run.intervals:
+                series = run.intervals[w]
+                # Each rate describes its whole interval, so it is drawn at the middle.
+                middle = series["t_s"] + series["duration_s"] / 2
+                timelines.append(Line(s, middle, series["ops_s"]))
+    return [
+        Plot(
+            "throughput",
+            "Operations and MiB per second over each workload's measured phase.",
+            plots.throughput_bars(bars),
+        ),
+        Plot(
+            "latency-cdf",
+            "Fraction of operations completed within a latency (log scale), all flowops merged.",
+            plots.latency_cdf(cdfs),
+        ),
+        Plot(
+            "throughput-over-time",
+            "Operations per second in each 1 s interval, drawn at the interval's middle.",
+            plots.throughput_over_time(timelines),
+        ),
+    ]

@@ -1,0 +1,116 @@
+"""Reading run directories (docs/run-store.md) into what the report draws.
+
+Only ``manifest.json`` is required: a run stopped early may lack the rest or have empty
+Parquet files, and the report shows "no data" for it instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from iowatt.errors import RunNotFoundError
+
+_INTERVAL_COLUMNS = ("t_s", "duration_s", "ops_s", "mib_s")
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """The whole-workload latency buckets (rows of ``latency.parquet`` with a null flowop)."""
+
+    values_ns: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64]
+
+    @property
+    def total(self) -> int:
+        """Operations recorded in the histogram."""
+        return int(self.counts.sum())
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run directory: its JSON documents and per-workload series, keyed by workload."""
+
+    path: Path
+    manifest: dict[str, Any]
+    summary: dict[str, Any]
+    intervals: dict[str, dict[str, npt.NDArray[np.float64]]]
+    latency: dict[str, Histogram]
+
+    @property
+    def run_id(self) -> str:
+        """The run id, falling back to the directory name for a manifest without one."""
+        return str(self.manifest.get("run_id") or self.path.name)
+
+    @property
+    def workloads(self) -> list[str]:
+        """Workload names in the order the run declared them, then any only found in data."""
+        names = [*self.summary.get("workloads", {}), *sorted(self.intervals), *sorted(self.latency)]
+        return list(dict.fromkeys(names))
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    with path.open(encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _read_parquet(path: Path) -> pa.Table | None:
+    # A run interrupted before its first interval may have written no file at all.
+    return pq.read_table(path) if path.exists() else None
+
+
+def _by_workload(table: pa.Table | None) -> Iterator[tuple[str, pa.Table]]:
+    """The rows of each workload, in order of first appearance; nothing for a missing table."""
+    if table is None:
+        return
+    for name in pc.unique(table["workload"]).to_pylist():
+        yield name, table.filter(pc.equal(table["workload"], name))
+
+
+def _intervals(table: pa.Table | None) -> dict[str, dict[str, npt.NDArray[np.float64]]]:
+    if table is not None:
+        table = table.sort_by("t_s")  # filtering keeps this order
+    return {
+        name: {c: rows[c].to_numpy().astype(np.float64) for c in _INTERVAL_COLUMNS}
+        for name, rows in _by_workload(table)
+    }
+
+
+def _latency(table: pa.Table | None) -> dict[str, Histogram]:
+    if table is not None:
+        # Per-flowop rows repeat the same operations; only the merged rows describe the workload.
+        table = table.filter(pc.is_null(table["flowop"]))
+    return {
+        name: Histogram(
+            values_ns=rows["value_ns"].to_numpy().astype(np.int64),
+            counts=rows["count"].to_numpy().astype(np.int64),
+        )
+        for name, rows in _by_workload(table)
+    }
+
+
+def load_run(path: Path) -> Run:
+    """Read one run directory; raises :class:`RunNotFoundError` when it has no manifest."""
+    manifest_path = path / "manifest.json"
+    if not manifest_path.is_file():
+        raise RunNotFoundError(
+            f"`{path}` is not a run directory (no manifest.json)",
+            hint="pass a directory under the results directory, e.g. `iowatt-results/<run id>`",
+        )
+    summary_path = path / "summary.json"
+    return Run(
+        path=path,
+        manifest=_read_json(manifest_path),
+        summary=_read_json(summary_path) if summary_path.is_file() else {},
+        intervals=_intervals(_read_parquet(path / "intervals.parquet")),
+        latency=_latency(_read_parquet(path / "latency.parquet")),
+    )

@@ -1,0 +1,186 @@
+"""The report's plots, drawn with matplotlib and returned as inline SVG markup.
+
+Figures are built with :class:`matplotlib.figure.Figure` rather than pyplot: nothing is
+registered globally, so no figure needs closing, no backend has to be chosen (``savefig`` to
+SVG needs none) and a notebook user's own backend is left alone. Each plot function returns
+``None`` when there is nothing to draw, and the template shows "no data" in its place.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from iowatt.units import format_ns, format_rate
+
+# Width fits the page's content column; height leaves room for the table below each plot.
+_FIGSIZE = (9.0, 3.4)
+# Without a date or creator the SVG is reproducible and carries no URL.
+_SVG_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
+# Runs are told apart by line style; workloads by colour.
+_LINESTYLES = ("solid", "dashed", "dotted", "dashdot")
+
+
+@dataclass(frozen=True)
+class Style:
+    """How one (run, workload) series looks in every plot, so the plots read together."""
+
+    label: str
+    color: str
+    linestyle: str
+
+    @property
+    def hex(self) -> str:
+        """The colour as ``#rrggbb``, for swatches in the HTML tables."""
+        return to_hex(self.color)
+
+
+def series_style(label: str, workload_index: int, run_index: int) -> Style:
+    """The style of a series: colour by workload (C0, C1, …), line style by run."""
+    return Style(label, f"C{workload_index % 10}", _LINESTYLES[run_index % len(_LINESTYLES)])
+
+
+@dataclass(frozen=True)
+class Line:
+    """One series to draw: its style and its points."""
+
+    style: Style
+    x: npt.NDArray[np.float64] | npt.NDArray[np.int64]
+    y: npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One workload's throughput in one run, for the bar chart."""
+
+    group: str
+    workload: str
+    color: str
+    ops_s: float
+    mib_s: float
+
+
+def _to_svg(fig: Figure, name: str) -> str:
+    """The figure as an ``<svg>`` element, its ids prefixed so several can share a page."""
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata=_SVG_METADATA)
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg") :]  # drop the XML prologue and DOCTYPE: invalid inside HTML
+    # matplotlib numbers ids per figure (figure_1, axes_1 …): make them unique on the page.
+    svg = re.sub(r'\bid="([^"]+)"', rf'id="{name}-\1"', svg)
+    svg = re.sub(r'href="#([^"]+)"', rf'href="#{name}-\1"', svg)
+    return re.sub(r"url\(#([^)]+)\)", rf"url(#{name}-\1)", svg)
+
+
+def _legend(fig: Figure, labels: Sequence[str], handles: Sequence[Artist] | None = None) -> None:
+    # Labels naming a run ("workload · run id") only fit two to a row.
+    columns = 3 if max(len(label) for label in labels) <= 24 else 2
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=min(len(labels), columns),
+        fontsize="small",
+        frameon=False,
+    )
+
+
+def _wrap_run_id(run_id: str) -> str:
+    """``20261121-143000-bench-1a2b3c`` on two lines, so several fit under a bar chart."""
+    return re.sub(r"^(\d{8}-\d{6})-", "\\1\n", run_id)
+
+
+def throughput_bars(bars: Sequence[Bar]) -> str | None:
+    """ops/s and MiB/s side by side: one group of bars per run, one colour per workload."""
+    if not bars:
+        return None
+    groups = list(dict.fromkeys(b.group for b in bars))
+    colors = {b.workload: b.color for b in bars}
+    slots = list(colors)  # a workload keeps its slot in every group
+    width = 0.8 / len(slots)
+    fig = Figure(figsize=_FIGSIZE, layout="constrained")
+    for ax, metric, title in zip(
+        fig.subplots(1, 2), ("ops_s", "mib_s"), ("ops/s", "MiB/s"), strict=True
+    ):
+        for bar in bars:
+            x = groups.index(bar.group) - 0.4 + (slots.index(bar.workload) + 0.5) * width
+            ax.bar(x, getattr(bar, metric), width, color=bar.color)
+        ax.set_title(title, fontsize="medium")
+        ax.set_xticks(range(len(groups)), [_wrap_run_id(g) for g in groups], fontsize="small")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
+        ax.grid(axis="y", alpha=0.3)
+    _legend(fig, slots, [Patch(color=c, label=w) for w, c in colors.items()])
+    return _to_svg(fig, "bars")
+
+
+def _latency_axis(ax: Axes, decades: float) -> None:
+    """A log axis labelled in ns/µs/ms/s, with 1-2-5 ticks when the data spans few decades."""
+    ax.set_xscale("log")
+    if decades < 2:
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_ns(v)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def latency_cdf(lines: Sequence[Line]) -> str | None:
+    """The latency CDF of every series on a log latency axis."""
+    lines = [line for line in lines if line.x.size]
+    if not lines:
+        return None
+    fig = Figure(figsize=_FIGSIZE, layout="constrained")
+    ax = fig.subplots()
+    for line in lines:
+        # Buckets are 0.1% wide, so joining their tops looks like the step function it is,
+        # and lets matplotlib simplify the path (steps would triple the SVG's size).
+        _draw(ax, line)
+    lo = max(float(min(line.x.min() for line in lines)), 1.0)
+    hi = max(float(max(line.x.max() for line in lines)), lo)
+    _latency_axis(ax, math.log10(hi / lo))
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("latency")
+    ax.set_ylabel("fraction of operations")
+    ax.grid(alpha=0.3, which="major")
+    _legend(fig, [line.style.label for line in lines])
+    return _to_svg(fig, "cdf")
+
+
+def throughput_over_time(lines: Sequence[Line]) -> str | None:
+    """ops/s of every series per interval of the measured phase."""
+    lines = [line for line in lines if line.x.size]
+    if not lines:
+        return None
+    fig = Figure(figsize=_FIGSIZE, layout="constrained")
+    ax = fig.subplots()
+    for line in lines:
+        _draw(ax, line, marker="." if line.x.size < 30 else None)
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
+    ax.set_xlabel("time since the measured phase began (s)")
+    ax.set_ylabel("ops/s")
+    ax.grid(alpha=0.3)
+    _legend(fig, [line.style.label for line in lines])
+    return _to_svg(fig, "timeline")
+
+
+def _draw(ax: Axes, line: Line, marker: str | None = None) -> None:
+    style = line.style
+    ax.plot(
+        line.x,
+        line.y,
+        label=style.label,
+        color=style.color,
+        linestyle=style.linestyle,
+        lw=1.6,
+        marker=marker,
+    )

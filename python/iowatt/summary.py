@@ -1,0 +1,163 @@
+"""From the engine's output to the figures a run stores: the per-workload summary, a section
+shaped like fio's JSON output (so fio tooling can read iowatt results), and the Parquet tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from iowatt.histogram import STANDARD_PERCENTILES, percentile
+from iowatt.store import INTERVAL_SCHEMA, LATENCY_SCHEMA
+
+MIB = 1 << 20
+FIO_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0,
+                   99.5, 99.9, 99.95, 99.99)  # fmt: skip
+
+
+def _latency(hist: Mapping[str, Any]) -> dict[str, Any]:
+    values, counts = hist["value_ns"], hist["count"]
+    out: dict[str, Any] = {
+        "min": hist["min_ns"],
+        "mean": hist["mean_ns"],
+        "stdev": hist["stdev_ns"],
+    }
+    for p in STANDARD_PERCENTILES:
+        out[f"p{p:g}"] = percentile(values, counts, p)
+    out["max"] = hist["max_ns"]
+    return out
+
+
+def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Headline figures of one workload from the engine's result."""
+    secs = result["measured_ns"] / 1e9
+    ops = sum(f["ops"] for f in result["flowops"])
+    nbytes = sum(f["bytes"] for f in result["flowops"])
+    usr, sys_ = result["cpu_usr_ns"] / 1e9, result["cpu_sys_ns"] / 1e9
+
+    def rate(n: float) -> float:
+        return n / secs if secs > 0 else 0.0
+
+    flowops = {}
+    for f in result["flowops"]:
+        flowops[f["name"]] = {
+            "ops": f["ops"],
+            "bytes": f["bytes"],
+            "errors": f["errors"],
+            "ops_s": rate(f["ops"]),
+            "mib_s": rate(f["bytes"]) / MIB,
+            "mean_ns": f["mean_ns"],
+            "min_ns": f["min_ns"],
+            "max_ns": f["max_ns"],
+            "p50_ns": percentile(f["value_ns"], f["count"], 50),
+            "p99_ns": percentile(f["value_ns"], f["count"], 99),
+        }
+    return {
+        "status": result["status"],
+        "reason": result["reason"],
+        "ops": ops,
+        "bytes": nbytes,
+        "errors": sum(f["errors"] for f in result["flowops"]),
+        "errors_by_kind": result["errors_by_kind"],
+        "runtime_s": secs,
+        "ops_s": rate(ops),
+        "mib_s": rate(nbytes) / MIB,
+        "latency_ns": _latency(result["histogram"]),
+        "latency_saturated": result["histogram"]["saturated"],
+        "cpu": {"usr_s": usr, "sys_s": sys_, "us_per_op": (usr + sys_) * 1e6 / ops if ops else 0.0},
+        "flowops": flowops,
+    }
+
+
+def _fio_lat(hist: Mapping[str, Any]) -> dict[str, Any]:
+    n = sum(hist["count"])
+    return {
+        "min": hist["min_ns"],
+        "max": hist["max_ns"],
+        "mean": hist["mean_ns"],
+        "stddev": hist["stdev_ns"],
+        "N": n,
+        "percentile": {
+            f"{p:.6f}": percentile(hist["value_ns"], hist["count"], p) for p in FIO_PERCENTILES
+        },
+    }
+
+
+_IDLE = {"bytes": 0, "runtime_s": 0.0, "ops_s": 0.0, "ops": 0}
+_EMPTY_HIST = {
+    "value_ns": [], "count": [], "min_ns": 0, "max_ns": 0, "mean_ns": 0.0, "stdev_ns": 0.0
+}  # fmt: skip
+
+
+def _fio_dir(summary: Mapping[str, Any], hist: Mapping[str, Any]) -> dict[str, Any]:
+    """fio's ``read`` or ``write`` object; a direction the job did not use is all zeros."""
+    secs = summary["runtime_s"]
+    bw_bytes = summary["bytes"] / secs if secs else 0
+    lat = _fio_lat(hist)
+    return {
+        "io_bytes": summary["bytes"],
+        "bw_bytes": round(bw_bytes),
+        "bw": round(bw_bytes / 1024),
+        "iops": summary["ops_s"],
+        "runtime": round(secs * 1000),
+        "total_ios": summary["ops"],
+        "short_ios": 0,
+        "drop_ios": 0,
+        "clat_ns": lat,
+        "lat_ns": lat,
+    }
+
+
+def fio_job(name: str, personality: str, summary: Mapping[str, Any], result: Mapping[str, Any]):
+    """One entry of fio's ``jobs[]`` for a workload."""
+    is_write = "write" in personality
+    secs = summary["runtime_s"]
+    hist = result["histogram"]
+    return {
+        "jobname": name,
+        "groupid": 0,
+        "error": 0 if summary["status"] == "complete" else 1,
+        "job_runtime": round(secs * 1000),
+        "usr_cpu": 100 * summary["cpu"]["usr_s"] / secs if secs else 0.0,
+        "sys_cpu": 100 * summary["cpu"]["sys_s"] / secs if secs else 0.0,
+        "read": _fio_dir(_IDLE, _EMPTY_HIST) if is_write else _fio_dir(summary, hist),
+        "write": _fio_dir(summary, hist) if is_write else _fio_dir(_IDLE, _EMPTY_HIST),
+    }
+
+
+def interval_table(run_id: str, results: Sequence[Mapping[str, Any]]) -> pa.Table:
+    cols: dict[str, list[Any]] = {name: [] for name in INTERVAL_SCHEMA.names}
+    for r in results:
+        iv = r["intervals"]
+        for i, t_ns in enumerate(iv["t_ns"]):
+            dur = iv["duration_ns"][i] / 1e9
+            cols["run_id"].append(run_id)
+            cols["workload"].append(r["name"])
+            cols["t_s"].append(t_ns / 1e9)
+            cols["duration_s"].append(dur)
+            cols["mono_ns"].append(r["measure_start_ns"] + t_ns)
+            for key in ("ops", "bytes", "errors", "p50_ns", "p99_ns", "p999_ns", "max_ns"):
+                cols[key].append(iv[key][i])
+            cols["ops_s"].append(iv["ops"][i] / dur if dur else 0.0)
+            cols["mib_s"].append(iv["bytes"][i] / MIB / dur if dur else 0.0)
+    return pa.table(cols, schema=INTERVAL_SCHEMA)
+
+
+def latency_table(run_id: str, results: Sequence[Mapping[str, Any]]) -> pa.Table:
+    cols: dict[str, list[Any]] = {name: [] for name in LATENCY_SCHEMA.names}
+
+    def add(workload: str, flowop: str | None, hist: Mapping[str, Any]) -> None:
+        n = len(hist["value_ns"])
+        cols["run_id"] += [run_id] * n
+        cols["workload"] += [workload] * n
+        cols["flowop"] += [flowop] * n
+        cols["value_ns"] += hist["value_ns"]
+        cols["count"] += hist["count"]
+
+    for r in results:
+        add(r["name"], None, r["histogram"])
+        for f in r["flowops"]:
+            add(r["name"], f["name"], f)
+    return pa.table(cols, schema=LATENCY_SCHEMA)

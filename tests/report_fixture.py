@@ -1,0 +1,277 @@
+"""Synthetic run directories (docs/run-store.md) for hardware-independent report tests.
+
+Latencies are lognormal, drawn with a seeded numpy generator, and bucketed like the engine's
+HDR histogram at 3 significant digits: a bucket's ``value_ns`` is the highest value that rounds
+into it. Every file a real ``bench`` run writes is produced, with the same columns and types.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+INTERVALS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("workload", pa.string()),
+        ("t_s", pa.float64()),
+        ("duration_s", pa.float64()),
+        ("mono_ns", pa.int64()),
+        ("ops", pa.int64()),
+        ("bytes", pa.int64()),
+        ("errors", pa.int64()),
+        ("ops_s", pa.float64()),
+        ("mib_s", pa.float64()),
+        ("p50_ns", pa.int64()),
+        ("p99_ns", pa.int64()),
+        ("p999_ns", pa.int64()),
+        ("max_ns", pa.int64()),
+    ]
+)
+LATENCY_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("workload", pa.string()),
+        ("flowop", pa.string()),
+        ("value_ns", pa.int64()),
+        ("count", pa.int64()),
+    ]
+)
+_STARTED_NS = 1_795_271_400_000_000_000  # 2026-11-21 14:30:00 UTC
+_REPORTED = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A synthetic workload: lognormal latency around ``median_us`` at ``ops_s`` for ``seconds``.
+
+    ``seconds=0`` models a workload that never got going (an immediately interrupted run).
+    """
+
+    median_us: float
+    sigma: float = 0.6
+    ops_s: float = 20_000
+    seconds: int = 3
+    iosize: int = 8192
+    flowops: tuple[str, ...] = ("read1",)
+
+
+def bucket(ns: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The highest value of each sample's 3-significant-digit bucket (exact below 1000 ns)."""
+    ns = np.maximum(ns, 1)
+    step = 10 ** np.maximum(np.floor(np.log10(ns)).astype(np.int64) - 2, 0)
+    return (ns // step + 1) * step - 1
+
+
+def brute_percentile(sorted_ns: npt.NDArray[np.int64], p: float) -> int:
+    """Percentile by the run-store rule on individual samples: the ceil(p/100·n)-th smallest."""
+    rank = max(math.ceil(p / 100.0 * sorted_ns.size), 1)
+    return int(sorted_ns[min(rank, sorted_ns.size) - 1])
+
+
+def _latency_summary(ns: npt.NDArray[np.int64]) -> dict[str, Any]:
+    if ns.size == 0:
+        return {k: 0 for k in ("min", "mean", "stdev", "max")} | {f"p{p:g}": 0 for p in _REPORTED}
+    s = np.sort(bucket(ns))
+    return {
+        "min": int(s[0]),
+        "mean": float(ns.mean()),
+        "stdev": float(ns.std()),
+        **{f"p{p:g}": brute_percentile(s, p) for p in _REPORTED},
+        "max": int(s[-1]),
+    }
+
+
+def _histogram_rows(
+    run_id: str, workload: str, flowop: str | None, ns: npt.NDArray[np.int64]
+) -> list[dict[str, Any]]:
+    values, counts = np.unique(bucket(ns), return_counts=True)
+    return [
+        {
+            "run_id": run_id,
+            "workload": workload,
+            "flowop": flowop,
+            "value_ns": int(v),
+            "count": int(c),
+        }
+        for v, c in zip(values, counts, strict=True)
+    ]
+
+
+def _workload(
+    rng: np.random.Generator, run_id: str, name: str, spec: Workload
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """Intervals rows, latency rows and the summary.json entry of one workload."""
+    intervals, samples = [], []
+    for t in range(spec.seconds):
+        ops = int(rng.poisson(spec.ops_s))
+        ns = rng.lognormal(math.log(spec.median_us * 1e3), spec.sigma, ops).astype(np.int64)
+        samples.append(ns)
+        s = np.sort(bucket(ns))
+        intervals.append(
+            {
+                "run_id": run_id,
+                "workload": name,
+                "t_s": float(t),
+                "duration_s": 1.0,
+                "mono_ns": 5_000_000_000 + t * 1_000_000_000,
+                "ops": ops,
+                "bytes": ops * spec.iosize,
+                "errors": 0,
+                "ops_s": float(ops),
+                "mib_s": ops * spec.iosize / 2**20,
+                "p50_ns": brute_percentile(s, 50),
+                "p99_ns": brute_percentile(s, 99),
+                "p999_ns": brute_percentile(s, 99.9),
+                "max_ns": int(s[-1]),
+            }
+        )
+    ns = np.concatenate(samples) if samples else np.zeros(0, dtype=np.int64)
+    which = rng.integers(0, len(spec.flowops), ns.size)
+    latency = _histogram_rows(run_id, name, None, ns)
+    for i, flowop in enumerate(spec.flowops):
+        latency += _histogram_rows(run_id, name, flowop, ns[which == i])
+    runtime = float(spec.seconds)
+    ops = int(ns.size)
+    summary = {
+        "ops": ops,
+        "bytes": ops * spec.iosize,
+        "errors": 0,
+        "runtime_s": runtime,
+        "ops_s": ops / runtime if runtime else 0.0,
+        "mib_s": ops * spec.iosize / 2**20 / runtime if runtime else 0.0,
+        "latency_ns": _latency_summary(ns),
+        "cpu": {"usr_s": 0.1 * runtime, "sys_s": 0.3 * runtime, "us_per_op": 1.5},
+        "errors_by_kind": {},
+        "flowops": {
+            f: {"ops": int((which == i).sum()), "bytes": int((which == i).sum()) * spec.iosize}
+            for i, f in enumerate(spec.flowops)
+        },
+    }
+    return intervals, latency, summary
+
+
+def _fio_job(name: str, s: dict[str, Any]) -> dict[str, Any]:
+    lat = {
+        "min": s["latency_ns"]["min"],
+        "max": s["latency_ns"]["max"],
+        "N": s["ops"],
+        "mean": s["latency_ns"]["mean"],
+        "stddev": s["latency_ns"]["stdev"],
+    }
+    read = {
+        "io_bytes": s["bytes"],
+        "bw_bytes": s["mib_s"] * 2**20,
+        "bw": s["mib_s"] * 1024,
+        "iops": s["ops_s"],
+        "runtime": s["runtime_s"] * 1000,
+        "total_ios": s["ops"],
+        "clat_ns": lat,
+        "lat_ns": lat,
+    }
+    return {
+        "jobname": name,
+        "error": 0,
+        "job_runtime": s["runtime_s"] * 1000,
+        "usr_cpu": 3.0,
+        "sys_cpu": 10.0,
+        "read": read,
+        "write": {},
+    }
+
+
+def _manifest(
+    run_id: str, workloads: dict[str, Workload], seed: int, status: str, reason: str | None
+) -> dict[str, Any]:
+    runtime = max((w.seconds for w in workloads.values()), default=0)
+    return {
+        "run_id": run_id,
+        "kind": "bench",
+        "status": status,
+        "reason": reason,
+        "iowatt_version": "0.1.0",
+        "started_ns": _STARTED_NS,
+        "ended_ns": _STARTED_NS + (runtime + 1) * 1_000_000_000,
+        "seed": seed,
+        "labels": {"fixture": "yes", "seed": str(seed)},
+        "config": {
+            "target": "/mnt/test",
+            "suite": "fixture",
+            "workloads": [
+                {
+                    "personality": "randomread",
+                    "iosize": w.iosize,
+                    "filesize": 2**30,
+                    "nthreads": 1,
+                    "iodepth": 1,
+                    "engine": "psync",
+                    "directio": True,
+                    "dsync": False,
+                    "runtime_s": w.seconds,
+                    "ramp_s": 0,
+                    "rate": None,
+                    "seed": seed,
+                }
+                for w in workloads.values()
+            ],
+        },
+        "host": {
+            "hostname": "fixture-host",
+            "kernel": "6.1.0-test-amd64",
+            "cpu_model": "Synthetic CPU @ 3.00GHz",
+            "ncpus": 8,
+            "mem_bytes": 16 * 2**30,
+            "target": {
+                "path": "/mnt/test",
+                "fs_type": "ext4",
+                "mount_point": "/mnt",
+                "device": "/dev/nvme0n1p1",
+                "device_model": "FixtureDisk 1TB",
+                "rotational": False,
+                "scheduler": "none",
+                "logical_block_size": 512,
+            },
+        },
+    }
+
+
+def make_run(
+    dir: Path,
+    run_id: str,
+    workloads: dict[str, Workload],
+    seed: int,
+    status: str = "complete",
+    reason: str | None = None,
+) -> Path:
+    """Write the run directory ``dir/run_id`` and return its path."""
+    rng = np.random.default_rng(seed)
+    run = dir / run_id
+    run.mkdir(parents=True)
+    intervals, latency, summaries = [], [], {}
+    for name, spec in workloads.items():
+        i, lat, summaries[name] = _workload(rng, run_id, name, spec)
+        intervals += i
+        latency += lat
+    pq.write_table(pa.Table.from_pylist(intervals, INTERVALS_SCHEMA), run / "intervals.parquet")
+    pq.write_table(pa.Table.from_pylist(latency, LATENCY_SCHEMA), run / "latency.parquet")
+    summary = {
+        "run_id": run_id,
+        "status": status,
+        "workloads": summaries,
+        "fio": {
+            "fio version": "iowatt-0.1.0",
+            "jobs": [_fio_job(n, s) for n, s in summaries.items()],
+        },
+    }
+    (run / "summary.json").write_text(json.dumps(summary, indent=2))
+    manifest = _manifest(run_id, workloads, seed, status, reason)
+    (run / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return run
