@@ -43,6 +43,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -53,10 +54,8 @@ from pathlib import Path
 from typing import Any
 
 TOOLS = ("fio", "iowatt")
-DEFAULT_TARGETS = {
-    "shm": Path("/dev/shm/iowatt-fio-compare"),
-    "disk": Path("/var/tmp/iowatt-fio-compare"),
-}
+# Parent directories; each run works in a fresh iowatt-fio-compare-* directory inside.
+DEFAULT_TARGETS = {"shm": Path("/dev/shm"), "disk": Path("/var/tmp")}
 FIO_FILE = "iowatt-fio.dat"
 P50_TOLERANCE = 0.05
 EN_DASH = "\u2013"
@@ -344,8 +343,9 @@ def parse_job(job: dict[str, Any], is_write: bool) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def measure(settings: Settings, job: Job, target: str, tool: str, rep: int, results: Path) -> Rep:
-    directory = settings.targets[target]
+def measure(
+    settings: Settings, job: Job, target: str, directory: Path, tool: str, rep: int, results: Path
+) -> Rep:
     if tool == "fio":
         cmd = fio_cmd(settings, job, target, directory)
     else:
@@ -361,19 +361,12 @@ def measure(settings: Settings, job: Job, target: str, tool: str, rep: int, resu
 
 
 def layout(settings: Settings, directory: Path) -> None:
-    """Create the target directory and have fio lay out its file once (not timed)."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Have fio lay out its file once (not timed)."""
     print(f"laying out {directory / FIO_FILE} ({settings.size}) ...", flush=True)
     try:
         run_json(fio_layout_cmd(settings, directory), timeout=3600)
     except ToolError as e:
         sys.exit(f"fio could not lay out {directory / FIO_FILE}: {e}")
-
-
-def cleanup_target(directory: Path, created: bool) -> None:
-    (directory / FIO_FILE).unlink(missing_ok=True)
-    if created:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def progress_line(rep: Rep, total: int, done: int) -> str:
@@ -392,18 +385,21 @@ def run_all(settings: Settings, meta: dict[str, Any]) -> list[Rep]:
     total = len(settings.targets) * len(settings.jobs) * settings.reps * len(TOOLS)
     results = Path(tempfile.mkdtemp(prefix="iowatt-fio-compare-results-"))
     try:
-        for target, directory in settings.targets.items():
-            created = not directory.exists()
+        for target, parent in settings.targets.items():
+            parent.mkdir(parents=True, exist_ok=True)
+            directory = Path(tempfile.mkdtemp(prefix="iowatt-fio-compare-", dir=parent))
             try:
                 layout(settings, directory)
                 for job in settings.jobs:
                     for rep in range(settings.reps):
                         for tool in TOOLS:  # interleaved: fio, iowatt, fio, iowatt, ...
-                            reps.append(measure(settings, job, target, tool, rep, results))
+                            reps.append(
+                                measure(settings, job, target, directory, tool, rep, results)
+                            )
                             print(progress_line(reps[-1], total, len(reps)), flush=True)
                             write_json(settings.json_out, meta, reps)
             finally:
-                cleanup_target(directory, created)
+                shutil.rmtree(directory, ignore_errors=True)  # fio's file and any leftovers
     finally:
         shutil.rmtree(results, ignore_errors=True)
     return reps
@@ -587,8 +583,8 @@ def parse_args(argv: list[str] | None) -> Settings:
     p.add_argument("--reps", type=int, default=3, help="runs per tool and job (>= 1)")
     p.add_argument("--targets", default="shm,disk", help="comma list of shm, disk")
     p.add_argument("--jobs", default="a,b,c,d", help="comma list of a, b, c, d")
-    p.add_argument("--shm-dir", type=Path, default=DEFAULT_TARGETS["shm"])
-    p.add_argument("--disk-dir", type=Path, default=DEFAULT_TARGETS["disk"])
+    p.add_argument("--shm-dir", type=Path, default=DEFAULT_TARGETS["shm"], help="tmpfs parent")
+    p.add_argument("--disk-dir", type=Path, default=DEFAULT_TARGETS["disk"], help="disk parent")
     p.add_argument("--json-out", type=Path, help="write the raw per-rep numbers here")
     a = p.parse_args(argv)
     try:
@@ -611,6 +607,8 @@ def parse_args(argv: list[str] | None) -> Settings:
 
 def main(argv: list[str] | None = None) -> int:
     settings = parse_args(argv)
+    # On SIGTERM (e.g. from `timeout`) unwind normally, so the 1 GiB files are removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     settings.fio = ensure_fio()
     settings.iowatt = ensure_iowatt()
     meta = machine_info(settings)

@@ -179,7 +179,11 @@ mod tests {
         let mut sorted = data.clone();
         sorted.sort_unstable();
         for p in [0.0, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0] {
-            assert_close(h.percentile(p), brute_percentile(&sorted, p), &format!("p{p}"));
+            assert_close(
+                h.percentile(p),
+                brute_percentile(&sorted, p),
+                &format!("p{p}"),
+            );
         }
         assert_eq!(h.count(), data.len() as u64);
         assert_close(h.max(), *sorted.last().unwrap(), "max");
@@ -227,7 +231,10 @@ mod tests {
     #[test]
     fn an_empty_histogram_reports_zeros() {
         let h = LatencyHistogram::new();
-        assert_eq!((h.count(), h.min(), h.max(), h.percentile(99.0)), (0, 0, 0, 0));
+        assert_eq!(
+            (h.count(), h.min(), h.max(), h.percentile(99.0)),
+            (0, 0, 0, 0)
+        );
         assert!(h.buckets().is_empty());
     }
 }

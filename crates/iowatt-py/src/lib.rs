@@ -12,6 +12,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(units::parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(units::parse_duration_ns, m)?)?;
     m.add_class::<workload::WorkloadRun>()?;
-    m.add("PERSONALITIES", iowatt_workload::personality::PERSONALITIES.to_vec())?;
+    m.add(
+        "PERSONALITIES",
+        iowatt_workload::personality::PERSONALITIES.to_vec(),
+    )?;
     Ok(())
 }

@@ -103,7 +103,9 @@ impl WorkloadRun {
     fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let outcome = self.outcome.lock().unwrap();
         match outcome.as_ref() {
-            None => Err(PyRuntimeError::new_err("the run has not ended; call wait()")),
+            None => Err(PyRuntimeError::new_err(
+                "the run has not ended; call wait()",
+            )),
             Some(Err(e)) => Err(from_workload(py, e)),
             Some(Ok(out)) => output_dict(py, out),
         }
@@ -142,13 +144,19 @@ fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<'py, PyDict
     let iv = PyDict::new(py);
     let rows = &out.intervals;
     iv.set_item("t_ns", rows.iter().map(|r| r.t_ns).collect::<Vec<_>>())?;
-    iv.set_item("duration_ns", rows.iter().map(|r| r.duration_ns).collect::<Vec<_>>())?;
+    iv.set_item(
+        "duration_ns",
+        rows.iter().map(|r| r.duration_ns).collect::<Vec<_>>(),
+    )?;
     iv.set_item("ops", rows.iter().map(|r| r.ops).collect::<Vec<_>>())?;
     iv.set_item("bytes", rows.iter().map(|r| r.bytes).collect::<Vec<_>>())?;
     iv.set_item("errors", rows.iter().map(|r| r.errors).collect::<Vec<_>>())?;
     iv.set_item("p50_ns", rows.iter().map(|r| r.p50_ns).collect::<Vec<_>>())?;
     iv.set_item("p99_ns", rows.iter().map(|r| r.p99_ns).collect::<Vec<_>>())?;
-    iv.set_item("p999_ns", rows.iter().map(|r| r.p999_ns).collect::<Vec<_>>())?;
+    iv.set_item(
+        "p999_ns",
+        rows.iter().map(|r| r.p999_ns).collect::<Vec<_>>(),
+    )?;
     iv.set_item("max_ns", rows.iter().map(|r| r.max_ns).collect::<Vec<_>>())?;
     d.set_item("intervals", iv)?;
     Ok(d)
@@ -157,7 +165,10 @@ fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<'py, PyDict
 fn hist_dict<'py>(py: Python<'py>, h: &LatencyHistogram) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let buckets = h.buckets();
-    d.set_item("value_ns", buckets.iter().map(|b| b.value_ns).collect::<Vec<_>>())?;
+    d.set_item(
+        "value_ns",
+        buckets.iter().map(|b| b.value_ns).collect::<Vec<_>>(),
+    )?;
     d.set_item("count", buckets.iter().map(|b| b.count).collect::<Vec<_>>())?;
     d.set_item("min_ns", h.min())?;
     d.set_item("max_ns", h.max())?;

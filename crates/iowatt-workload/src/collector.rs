@@ -30,10 +30,7 @@ impl Collector {
     }
 
     pub fn add(&mut self, msg: IntervalMsg) {
-        self.pending
-            .entry(msg.index)
-            .or_default()
-            .merge(&msg.accum);
+        self.pending.entry(msg.index).or_default().merge(&msg.accum);
         self.reported[msg.worker] = Some(msg.index);
         self.finished[msg.worker] |= msg.last;
         // Once every worker has finished, only `finish` knows how long the last interval was.
@@ -95,7 +92,11 @@ impl Collector {
         let wanted = full + u64::from(partial > 0);
         while (self.rows.len() as u64) < wanted {
             let index = self.rows.len() as u64;
-            let duration = if index == full { partial } else { self.interval_ns };
+            let duration = if index == full {
+                partial
+            } else {
+                self.interval_ns
+            };
             self.rows
                 .push(IntervalAccum::default().to_row(index * self.interval_ns, duration));
         }
@@ -114,8 +115,10 @@ mod tests {
     use super::*;
 
     fn msg(worker: usize, index: u64, ops: u64, last: bool) -> IntervalMsg {
-        let mut accum = IntervalAccum::default();
-        accum.ops = ops;
+        let mut accum = IntervalAccum {
+            ops,
+            ..Default::default()
+        };
         for _ in 0..ops {
             accum.hist.record(1000);
         }

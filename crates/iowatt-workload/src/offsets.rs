@@ -5,9 +5,21 @@
 use crate::rng::Rng;
 
 pub enum Offsets {
-    Random { rng: Rng, blocks: u64, iosize: u64 },
-    SeqRead { next: u64, size: u64, iosize: u64 },
-    SeqWrite { next: u64, wrap: Option<u64>, iosize: u64 },
+    Random {
+        rng: Rng,
+        blocks: u64,
+        iosize: u64,
+    },
+    SeqRead {
+        next: u64,
+        size: u64,
+        iosize: u64,
+    },
+    SeqWrite {
+        next: u64,
+        wrap: Option<u64>,
+        iosize: u64,
+    },
 }
 
 impl Offsets {
@@ -22,7 +34,11 @@ impl Offsets {
     #[inline]
     pub fn next(&mut self) -> u64 {
         match self {
-            Offsets::Random { rng, blocks, iosize } => rng.below(*blocks) * *iosize,
+            Offsets::Random {
+                rng,
+                blocks,
+                iosize,
+            } => rng.below(*blocks) * *iosize,
             Offsets::SeqRead { next, size, iosize } => {
                 if *next + *iosize > *size {
                     *next = 0;
@@ -77,12 +93,18 @@ mod tests {
             wrap: None,
             iosize: 10,
         };
-        assert_eq!((0..4).map(|_| file.next()).collect::<Vec<_>>(), [0, 10, 20, 30]);
+        assert_eq!(
+            (0..4).map(|_| file.next()).collect::<Vec<_>>(),
+            [0, 10, 20, 30]
+        );
         let mut dev = Offsets::SeqWrite {
             next: 0,
             wrap: Some(25),
             iosize: 10,
         };
-        assert_eq!((0..4).map(|_| dev.next()).collect::<Vec<_>>(), [0, 10, 0, 10]);
+        assert_eq!(
+            (0..4).map(|_| dev.next()).collect::<Vec<_>>(),
+            [0, 10, 0, 10]
+        );
     }
 }

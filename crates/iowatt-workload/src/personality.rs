@@ -69,7 +69,13 @@ impl FileIo {
             .map(|i| self.file(format!("largefile{i}"), grows))
             .collect();
         let threads = if streams == 1 {
-            vec![self.thread(thread_name(kind, random).into(), self.nthreads, 0, kind, random)]
+            vec![self.thread(
+                thread_name(kind, random).into(),
+                self.nthreads,
+                0,
+                kind,
+                random,
+            )]
         } else {
             (0..streams)
                 .map(|i| {

@@ -1,6 +1,7 @@
 //! Running a workload: validate, prepare files, start every thread instance on one clock, collect
 //! intervals while they run, and assemble the output.
 
+use std::os::unix::io::AsRawFd;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -233,11 +234,23 @@ fn bind(f: &Flowop, file: &FileSpec, rng: &mut Rng) -> Result<BoundFlowop, Workl
             iosize: f.iosize,
         },
     };
+    let fd = open_for(file, write, f.directio, f.dsync)?;
+    if !f.directio {
+        // fio's default fadvise_hint: buffered random I/O must not be inflated by readahead.
+        let advice = if f.random {
+            libc::POSIX_FADV_RANDOM
+        } else {
+            libc::POSIX_FADV_SEQUENTIAL
+        };
+        // SAFETY: a valid fd; advice only affects caching.
+        unsafe { libc::posix_fadvise(fd.as_raw_fd(), 0, 0, advice) };
+    }
     Ok(BoundFlowop {
         kind: f.kind,
-        file: open_for(file, write, f.directio, f.dsync)?,
+        file: fd,
         iosize: f.iosize as usize,
         offsets,
+        invalidate_on_wrap: f.kind == OpKind::Read && !f.random && !f.directio && !file.device,
     })
 }
 

@@ -24,6 +24,22 @@ pub struct BoundFlowop {
     pub file: File,
     pub iosize: usize,
     pub offsets: Offsets,
+    /// Buffered sequential reads drop the file's cached pages each time they wrap to offset 0,
+    /// as fio does when a time-based job starts a new pass: otherwise every pass after the first
+    /// would measure the page cache instead of the device.
+    pub invalidate_on_wrap: bool,
+}
+
+impl BoundFlowop {
+    #[inline]
+    fn next_offset(&mut self) -> u64 {
+        let off = self.offsets.next();
+        if off == 0 && self.invalidate_on_wrap {
+            // SAFETY: a valid fd; advice only affects caching.
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+        off
+    }
 }
 
 /// When each operation is due.
@@ -119,7 +135,7 @@ impl Worker {
                 continue;
             };
             let f = &mut self.flowops[i];
-            let off = f.offsets.next();
+            let off = f.next_offset();
             let fd = f.file.as_raw_fd();
             let ptr = buf.as_mut_ptr();
             // SAFETY: buf holds at least iosize bytes and outlives the call.
@@ -141,7 +157,7 @@ impl Worker {
     }
 
     pub fn run_uring(&mut self, depth: u32, rng: &mut Rng) -> Result<(), WorkloadError> {
-        let mut ring = IoUring::new(depth.next_power_of_two()).map_err(WorkloadError::Uring)?;
+        let mut ring = new_ring(depth.next_power_of_two())?;
         let size = self.max_iosize();
         let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(size, rng)).collect();
         // Per slot: (flowop, due time); a free slot is on `free`.
@@ -163,7 +179,7 @@ impl Worker {
                     };
                     free.pop();
                     let f = &mut self.flowops[next_flowop];
-                    let off = f.offsets.next();
+                    let off = f.next_offset();
                     let fd = types::Fd(f.file.as_raw_fd());
                     let ptr = bufs[slot].as_mut_ptr();
                     let len = f.iosize as u32;
@@ -180,6 +196,10 @@ impl Worker {
                             .expect("ring has a free entry per free slot");
                     }
                     inflight += 1;
+                    // One submission per I/O, as fio's default iodepth_batch_submit=1: a batch
+                    // is plugged and dispatched together, which on virtio measured ~15% fewer
+                    // IOPS at QD32 than keeping the device fed one request at a time.
+                    ring.submit().map_err(WorkloadError::Uring)?;
                     next_flowop = (next_flowop + 1) % self.flowops.len();
                 }
             }
@@ -230,4 +250,17 @@ pub fn thread_cpu_ns() -> (u64, u64) {
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
     (ns(ru.ru_utime), ns(ru.ru_stime))
+}
+
+/// A ring set up as fio sets up its own: completions are reaped only by this thread, so the
+/// kernel need not interrupt it (COOP_TASKRUN) and can defer completion work until we ask for
+/// events (SINGLE_ISSUER + DEFER_TASKRUN, Linux 6.1). Older kernels get a plain ring.
+fn new_ring(entries: u32) -> Result<IoUring, WorkloadError> {
+    IoUring::builder()
+        .setup_coop_taskrun()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(entries)
+        .or_else(|_| IoUring::new(entries))
+        .map_err(WorkloadError::Uring)
 }

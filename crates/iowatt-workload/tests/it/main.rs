@@ -41,7 +41,11 @@ fn random_writes_land_on_iosize_aligned_blocks_across_the_whole_file() {
     cfg.runtime_ns = 200_000_000;
     let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
     let after = std::fs::read(&path).unwrap();
-    assert_eq!(before.len(), after.len(), "random writes stay inside the file");
+    assert_eq!(
+        before.len(),
+        after.len(),
+        "random writes stay inside the file"
+    );
 
     let blocks: Vec<bool> = before
         .chunks(8192)
@@ -55,13 +59,19 @@ fn random_writes_land_on_iosize_aligned_blocks_across_the_whole_file() {
     for (i, (a, b)) in before.chunks(8192).zip(after.chunks(8192)).enumerate() {
         if a != b {
             let same = a.iter().zip(b).filter(|(x, y)| x == y).count();
-            assert!(same < 8192 / 64, "block {i} was partly rewritten: misaligned write");
+            assert!(
+                same < 8192 / 64,
+                "block {i} was partly rewritten: misaligned write"
+            );
         }
     }
     // And they are spread over the whole file, not a prefix.
     let quarter = blocks.len() / 4;
     for q in 0..4 {
-        let hits = blocks[q * quarter..(q + 1) * quarter].iter().filter(|&&c| c).count();
+        let hits = blocks[q * quarter..(q + 1) * quarter]
+            .iter()
+            .filter(|&&c| c)
+            .count();
         assert!(hits > 0, "no write landed in quarter {q} of the file");
     }
 }
@@ -70,17 +80,32 @@ fn random_writes_land_on_iosize_aligned_blocks_across_the_whole_file() {
 fn random_reads_touch_the_whole_file() {
     let dir = TempDir::new("rr");
     let mut cfg = fileio("randomread", &dir);
-    cfg.filesize = 8 << 20;
-    cfg.runtime_ns = 200_000_000;
+    cfg.filesize = 64 << 20;
+    cfg.nthreads = 1;
+    cfg.runtime_ns = 100_000_000;
     let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
     assert_eq!(out.errors(), 0);
-    assert_eq!(out.bytes(), out.ops() * 8192, "every read returned a full iosize");
+    assert_eq!(
+        out.bytes(),
+        out.ops() * 8192,
+        "every read returned a full iosize"
+    );
     // The engine dropped the file from the page cache before the clock started, so the pages
     // resident now are the ones the run read.
     let pages = mincore_pages(&dir.path().join("largefile1"));
+    let resident = pages.iter().filter(|&&p| p).count() as u64;
+    // Without readahead an 8 KiB read brings in its own two pages and no more.
+    assert!(
+        resident <= out.ops() * 2,
+        "{resident} pages resident after {} reads: readahead is inflating random reads",
+        out.ops()
+    );
     let eighth = pages.len() / 8;
     for part in 0..8 {
-        let hits = pages[part * eighth..(part + 1) * eighth].iter().filter(|&&p| p).count();
+        let hits = pages[part * eighth..(part + 1) * eighth]
+            .iter()
+            .filter(|&&p| p)
+            .count();
         assert!(hits > 0, "no read touched part {part} of 8");
     }
 }
@@ -97,9 +122,15 @@ fn sequential_writes_grow_the_file_by_exactly_the_bytes_reported() {
     // Writes drained after the deadline land in the file but are not counted.
     assert!(meta.len() >= out.bytes());
     assert_eq!(meta.len() % (1 << 20), 0);
-    assert!(meta.blocks() * 512 >= meta.len(), "the file must not be sparse");
+    assert!(
+        meta.blocks() * 512 >= meta.len(),
+        "the file must not be sparse"
+    );
     let data = std::fs::read(dir.path().join("largefile1")).unwrap();
-    assert!(data.iter().any(|&b| b != 0), "written data is random, not zeros");
+    assert!(
+        data.iter().any(|&b| b != 0),
+        "written data is random, not zeros"
+    );
 }
 
 #[test]
@@ -127,7 +158,10 @@ fn intervals_add_up_to_the_totals() {
     let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
     assert_eq!(out.intervals.len(), 2);
     assert_eq!(out.intervals.iter().map(|r| r.ops).sum::<u64>(), out.ops());
-    assert_eq!(out.intervals.iter().map(|r| r.bytes).sum::<u64>(), out.bytes());
+    assert_eq!(
+        out.intervals.iter().map(|r| r.bytes).sum::<u64>(),
+        out.bytes()
+    );
     assert_eq!(out.histogram().count(), out.ops());
     assert_eq!(out.measured_ns, 2_000_000_000);
 }
