@@ -322,12 +322,10 @@ def _check_target(config: BenchConfig, target: Path) -> bool:
 
 
 def _bytes_needed(wl: WorkloadConfig) -> int:
-    streams = 5 if wl.personality.startswith("multistream") else 1
-    return (
-        0
-        if wl.personality.endswith("write") and "random" not in wl.personality
-        else (wl.filesize * streams)
-    )
+    """Space laid out before the clock starts (sequential writes grow from empty files)."""
+    if wl.personality.endswith("streamwrite"):
+        return 0
+    return wl.filesize * (5 if wl.personality.startswith("multistream") else 1)
 
 
 def _device_size(dev: Path) -> int:
@@ -369,11 +367,13 @@ def _run_workload(
 def _failure(outcome: dict[str, Any]) -> IowattError:
     if outcome["status"] == "cancelled":
         return RunInterrupted("interrupted")
+    errors = outcome["errors_by_kind"]
+    no_space = "ENOSPC" in errors or "EDQUOT" in errors
     return TargetError(
         f"workload `{outcome['name']}` stopped: {outcome['reason']}",
         "free some space or use a smaller --filesize"
-        if "space" in (outcome["reason"] or "")
-        else None,
+        if no_space
+        else "the failed operations are counted by kind in the run's summary.json",
     )
 
 
