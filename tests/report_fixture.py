@@ -18,33 +18,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-INTERVALS_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("workload", pa.string()),
-        ("t_s", pa.float64()),
-        ("duration_s", pa.float64()),
-        ("mono_ns", pa.int64()),
-        ("ops", pa.int64()),
-        ("bytes", pa.int64()),
-        ("errors", pa.int64()),
-        ("ops_s", pa.float64()),
-        ("mib_s", pa.float64()),
-        ("p50_ns", pa.int64()),
-        ("p99_ns", pa.int64()),
-        ("p999_ns", pa.int64()),
-        ("max_ns", pa.int64()),
-    ]
-)
-LATENCY_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("workload", pa.string()),
-        ("flowop", pa.string()),
-        ("value_ns", pa.int64()),
-        ("count", pa.int64()),
-    ]
-)
+from iowatt.store import INTERVAL_SCHEMA as INTERVALS_SCHEMA
+from iowatt.store import LATENCY_SCHEMA
+
 _STARTED_NS = 1_795_271_400_000_000_000  # 2026-11-21 14:30:00 UTC
 _REPORTED = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 
