@@ -51,6 +51,9 @@ def test_a_single_personality_records_everything_it_ran_with(tmp_path, capsys):
     )
     assert (m["seed"], wl["ramp_s"], wl["filesize"]) == (7, 0.2, 16 << 20)
     assert m["host"]["target"]["fs_type"] and m["host"]["kernel"]
+    (thread,) = wl["model"]["threads"]
+    assert (thread["name"], thread["instances"]) == ("rand-thread", 1)
+    assert thread["flowops"][0]["random"] and wl["model"]["files"][0]["name"] == "largefile1"
     # --json prints summary.json, whose fio section fio tooling can read.
     import json
 

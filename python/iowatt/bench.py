@@ -359,6 +359,7 @@ def _run_workload(
         while not engine_run.wait(POLL_S):
             pass
     result = engine_run.result()
+    result["model"] = json.loads(engine_run.model_json())
     summary = workload_summary(result)
     reporter.workload_finished(wl, summary)
     return result
@@ -387,6 +388,7 @@ def _write_run(
     device: bool,
 ) -> Path:
     results = [r for _, r in outcomes]
+    models = {wl.name: r["model"] for wl, r in outcomes}
     summaries = {wl.name: workload_summary(r) for wl, r in outcomes}
     status = "complete" if failure is None else "incomplete"
     manifest = {
@@ -403,7 +405,8 @@ def _write_run(
             "target": str(config.target) if config.target else None,
             "device": device,
             "suite": config.suite,
-            "workloads": [asdict(wl) for wl in config.workloads],
+            # Each workload's parameters and, once it ran, the model the engine built from them.
+            "workloads": [{**asdict(wl), "model": models.get(wl.name)} for wl in config.workloads],
         },
         "host": host,
     }
