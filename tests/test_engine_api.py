@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import threading
 
 from iowatt import _core
-from iowatt.bench import Options, plan
+from iowatt.bench import Options, engine_spec, plan
 
 
 def test_progress_is_visible_and_python_keeps_running_during_a_run(tmp_path):
     config = plan("randomread", Options(runtime="1500ms", filesize="8m", seed=1),
                   results=tmp_path)  # fmt: skip
     (wl,) = config.workloads
-    spec = {**wl.__dict__, "target": str(tmp_path), "device": False,
-            "runtime_ns": 1_500_000_000, "ramp_ns": 0}  # fmt: skip
-    run = _core.WorkloadRun(json.dumps(spec))
+    run = _core.WorkloadRun(engine_spec(wl, tmp_path, device=False))
     ticks = 0
     stop = threading.Event()
 

@@ -14,7 +14,8 @@ from PIL import Image
 
 import chromium
 from iowatt.errors import RunNotFoundError
-from iowatt.report import percentile, write_report
+from iowatt.histogram import percentile
+from iowatt.report import write_report
 from iowatt.report.context import PERCENTILES
 from iowatt.units import format_duration, format_ns
 from report_fixture import Workload, brute_percentile, make_run

@@ -89,6 +89,16 @@ class Options:
     seed: int | None = None
 
 
+@dataclass
+class Outcome:
+    """What one workload produced: the engine's result and the summary computed from it."""
+
+    wl: WorkloadConfig
+    result: dict[str, Any]
+    summary: dict[str, Any]
+    model: dict[str, Any]
+
+
 class Reporter(Protocol):
     """Receives progress while a bench runs (the CLI draws bars; tests may record)."""
 
@@ -254,7 +264,7 @@ def run(config: BenchConfig, reporter: Reporter | None = None) -> Path:
     run_id = new_run_id("bench")
     writer = RunWriter(config.results, run_id)
     started_ns = time.time_ns()
-    outcomes: list[tuple[WorkloadConfig, dict[str, Any]]] = []
+    outcomes: list[Outcome] = []
     failure: IowattError | None = None
     target, scratch = _target_dir(config.target)
     workdir: Path | None = None
@@ -263,15 +273,15 @@ def run(config: BenchConfig, reporter: Reporter | None = None) -> Path:
     try:
         device = _check_target(config, target)
         host = host_facts(target)
-        _warn_about(host, config, reporter)
+        _warn_about(host, reporter)
         if not device:
             workdir = target / f"iowatt-{run_id}"
             workdir.mkdir()
         for wl in config.workloads:
             outcome = _run_workload(wl, workdir or target, device, reporter)
-            outcomes.append((wl, outcome))
-            if outcome["status"] != "complete":
-                failure = _failure(outcome)
+            outcomes.append(outcome)
+            if outcome.result["status"] != "complete":
+                failure = _failure(outcome.result)
                 break
     except KeyboardInterrupt:
         failure = RunInterrupted("interrupted")
@@ -336,19 +346,22 @@ def _device_size(dev: Path) -> int:
         os.close(fd)
 
 
-def _warn_about(host: dict[str, Any], config: BenchConfig, reporter: Reporter) -> None:
+def _warn_about(host: dict[str, Any], reporter: Reporter) -> None:
     fs = (host.get("target") or {}).get("fs_type")
     if fs in ("tmpfs", "ramfs"):
         reporter.warn(f"the target is on {fs}: results measure memory, not a storage device")
 
 
-def _run_workload(
-    wl: WorkloadConfig, where: Path, device: bool, reporter: Reporter
-) -> dict[str, Any]:
+def engine_spec(wl: WorkloadConfig, where: Path, device: bool) -> str:
+    """The engine's JSON for a workload run in directory (or on device) ``where``."""
     spec = {**asdict(wl), "target": str(where), "device": device}
     spec["runtime_ns"] = round(wl.runtime_s * 1e9)
     spec["ramp_ns"] = round(wl.ramp_s * 1e9)
-    engine_run = _core.WorkloadRun(json.dumps(spec))
+    return json.dumps(spec)
+
+
+def _run_workload(wl: WorkloadConfig, where: Path, device: bool, reporter: Reporter) -> Outcome:
+    engine_run = _core.WorkloadRun(engine_spec(wl, where, device))
     reporter.workload_started(wl)
     engine_run.start()
     try:
@@ -359,19 +372,18 @@ def _run_workload(
         while not engine_run.wait(POLL_S):
             pass
     result = engine_run.result()
-    result["model"] = json.loads(engine_run.model_json())
-    summary = workload_summary(result)
-    reporter.workload_finished(wl, summary)
-    return result
+    outcome = Outcome(wl, result, workload_summary(result), json.loads(engine_run.model_json()))
+    reporter.workload_finished(wl, outcome.summary)
+    return outcome
 
 
-def _failure(outcome: dict[str, Any]) -> IowattError:
-    if outcome["status"] == "cancelled":
+def _failure(result: dict[str, Any]) -> IowattError:
+    if result["status"] == "cancelled":
         return RunInterrupted("interrupted")
-    errors = outcome["errors_by_kind"]
+    errors = result["errors_by_kind"]
     no_space = "ENOSPC" in errors or "EDQUOT" in errors
     return TargetError(
-        f"workload `{outcome['name']}` stopped: {outcome['reason']}",
+        f"workload `{result['name']}` stopped: {result['reason']}",
         "free some space or use a smaller --filesize"
         if no_space
         else "the failed operations are counted by kind in the run's summary.json",
@@ -381,15 +393,15 @@ def _failure(outcome: dict[str, Any]) -> IowattError:
 def _write_run(
     writer: RunWriter,
     config: BenchConfig,
-    outcomes: list[tuple[WorkloadConfig, dict[str, Any]]],
+    outcomes: list[Outcome],
     failure: IowattError | None,
     host: dict[str, Any],
     started_ns: int,
     device: bool,
 ) -> Path:
-    results = [r for _, r in outcomes]
-    models = {wl.name: r["model"] for wl, r in outcomes}
-    summaries = {wl.name: workload_summary(r) for wl, r in outcomes}
+    results = [o.result for o in outcomes]
+    models = {o.wl.name: o.model for o in outcomes}
+    summaries = {o.wl.name: o.summary for o in outcomes}
     status = "complete" if failure is None else "incomplete"
     manifest = {
         "run_id": writer.run_id,
@@ -413,7 +425,7 @@ def _write_run(
     fio = {
         "fio version": f"iowatt-{__version__}",
         "timestamp": started_ns // 1_000_000_000,
-        "jobs": [fio_job(wl.name, wl.personality, summaries[wl.name], r) for wl, r in outcomes],
+        "jobs": [fio_job(o.wl.name, o.wl.personality, o.summary, o.result) for o in outcomes],
     }
     writer.write_json("manifest.json", manifest)
     writer.write_json(

@@ -58,14 +58,3 @@ def cdf(
     if cumulative.size == 0:
         return values, cumulative.astype(np.float64)
     return values, cumulative / cumulative[-1]
-
-
-def fraction_above(
-    values_ns: Sequence[int] | npt.NDArray[np.int64],
-    counts: Sequence[int] | npt.NDArray[np.int64],
-    threshold_ns: int,
-) -> float:
-    """Share of operations slower than ``threshold_ns`` (exact up to bucket resolution)."""
-    values, weights = _sorted_buckets(values_ns, counts)
-    total = int(weights.sum())
-    return float(weights[values > threshold_ns].sum()) / total if total else 0.0

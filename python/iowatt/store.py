@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -94,9 +93,6 @@ class RunWriter:
         finally:
             os.close(dir_fd)
         return self.final
-
-    def discard(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:

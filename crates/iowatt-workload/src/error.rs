@@ -33,18 +33,6 @@ impl WorkloadError {
             _ => WorkloadError::Io { op, path, source },
         }
     }
-
-    /// A short machine-readable kind, for mapping to Python exceptions.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            WorkloadError::Invalid(_) | WorkloadError::UnknownPersonality(_) => "config",
-            WorkloadError::DirectIoUnsupported { .. }
-            | WorkloadError::NoSpace { .. }
-            | WorkloadError::Io { .. } => "target",
-            WorkloadError::Uring(_) => "engine",
-            WorkloadError::Cancelled => "cancelled",
-        }
-    }
 }
 
 /// errno as its symbolic name, for counting failed operations by kind.

@@ -13,7 +13,7 @@ use crate::offsets::Offsets;
 use crate::output::{FlowopOutput, Output, Status};
 use crate::prepare::{open_for, prepare};
 use crate::progress::{Phase, Progress};
-use crate::recorder::Recorder;
+use crate::recorder::{FlowopTotals, Recorder};
 use crate::rng::Rng;
 use crate::spec::{Engine, FileSpec, Flowop, OpKind, Workload};
 use crate::worker::{thread_cpu_ns, BoundFlowop, Schedule, Worker};
@@ -22,7 +22,8 @@ use crate::worker::{thread_cpu_ns, BoundFlowop, Schedule, Worker};
 const START_LEAD_NS: u64 = 20_000_000;
 
 struct WorkerResult {
-    flowops: Vec<(usize, u64, u64, u64, iowatt_metrics::LatencyHistogram)>,
+    /// Totals per flowop, keyed by the flowop's workload-wide id.
+    flowops: Vec<(usize, FlowopTotals)>,
     errors_by_kind: std::collections::BTreeMap<String, u64>,
     cpu: (u64, u64),
     fatal: Option<String>,
@@ -153,12 +154,12 @@ pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadE
         if let Some(e) = r.engine_error {
             return Err(e);
         }
-        for (id, ops, bytes, errors, hist) in r.flowops {
+        for (id, t) in r.flowops {
             let f = &mut flowops[id];
-            f.ops += ops;
-            f.bytes += bytes;
-            f.errors += errors;
-            f.hist.merge(&hist);
+            f.ops += t.ops;
+            f.bytes += t.bytes;
+            f.errors += t.errors;
+            f.hist.merge(&t.hist);
         }
         for (k, v) in r.errors_by_kind {
             *output.errors_by_kind.entry(k).or_insert(0) += v;
@@ -203,7 +204,7 @@ fn run_worker(
     let flowops = std::mem::take(&mut w.recorder.flowops)
         .into_iter()
         .enumerate()
-        .map(|(i, f)| (base + i, f.ops, f.bytes, f.errors, f.hist))
+        .map(|(i, totals)| (base + i, totals))
         .collect();
     WorkerResult {
         flowops,

@@ -13,11 +13,10 @@ from pathlib import Path
 import jinja2
 
 from iowatt import __version__
-from iowatt.histogram import percentile
 from iowatt.report.context import PERCENTILES, build_plots, run_view, styles, workload_row
 from iowatt.report.load import load_run
 
-__all__ = ["percentile", "write_report"]
+__all__ = ["write_report"]
 
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent),

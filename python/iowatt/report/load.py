@@ -6,7 +6,6 @@ Parquet files, and the report shows "no data" for it instead of failing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from iowatt.errors import RunNotFoundError
+from iowatt.store import read_manifest, read_summary
 
 _INTERVAL_COLUMNS = ("t_s", "duration_s", "ops_s", "mib_s")
 
@@ -56,11 +56,6 @@ class Run:
         """Workload names in the order the run declared them, then any only found in data."""
         names = [*self.summary.get("workloads", {}), *sorted(self.intervals), *sorted(self.latency)]
         return list(dict.fromkeys(names))
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as f:
-        return json.load(f)
 
 
 def _read_parquet(path: Path) -> pa.Table | None:
@@ -106,11 +101,10 @@ def load_run(path: Path) -> Run:
             f"`{path}` is not a run directory (no manifest.json)",
             hint="pass a directory under the results directory, e.g. `iowatt-results/<run id>`",
         )
-    summary_path = path / "summary.json"
     return Run(
         path=path,
-        manifest=_read_json(manifest_path),
-        summary=_read_json(summary_path) if summary_path.is_file() else {},
+        manifest=read_manifest(path),
+        summary=read_summary(path) if (path / "summary.json").is_file() else {},
         intervals=_intervals(_read_parquet(path / "intervals.parquet")),
         latency=_latency(_read_parquet(path / "latency.parquet")),
     )
