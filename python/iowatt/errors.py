@@ -42,6 +42,15 @@ class UnsafeTargetError(TargetError):
     """A block device that holds data iowatt was not told it may destroy."""
 
 
+class SourceUnavailableError(IowattError):
+    """A power or sensor source that is absent, unreadable or unreachable (no powercap in a VM,
+    energy_uj readable only by root, ipmitool missing, a BMC that does not answer)."""
+
+
+class MeterFormatError(IowattError):
+    """A meter log or channel map that does not have the shape its options promise."""
+
+
 class RunNotFoundError(IowattError):
     """A run id or path that is not in the results directory."""
 
