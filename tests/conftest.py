@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bmc_sim import bmc, bmc_plugin  # noqa: F401 - fixtures for the IPMI source tests
+
 LOOP_SIZE = 64 * 1024 * 1024
 
 

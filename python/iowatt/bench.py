@@ -14,6 +14,7 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,6 +32,9 @@ from iowatt.fileio import (
     SuiteEntry,
 )
 from iowatt.hostinfo import host_facts
+from iowatt.power import DEFAULT_HZ, PowerData, Recording, SourceSpec
+from iowatt.power_run import write_power_files
+from iowatt.power_summary import Window, summarize
 from iowatt.store import RunWriter, index_run, new_run_id
 from iowatt.summary import fio_job, interval_table, latency_table, workload_summary
 from iowatt.target import check_block_target, check_dir_target, check_free_space, supports_odirect
@@ -70,6 +74,9 @@ class BenchConfig:
     seed: int = 0
     destroy_data: bool = False
     report: bool = True
+    power: list[SourceSpec] = field(default_factory=list)
+    power_hz: float = DEFAULT_HZ
+    idle_s: float = 0.0
 
 
 @dataclass
@@ -270,15 +277,17 @@ def run(config: BenchConfig, reporter: Reporter | None = None) -> Path:
     workdir: Path | None = None
     host: dict[str, Any] = {}
     device = False
+    power = _Power(config)
     try:
         device = _check_target(config, target)
         host = host_facts(target)
         _warn_about(host, reporter)
+        power.start(reporter)
         if not device:
             workdir = target / f"iowatt-{run_id}"
             workdir.mkdir()
         for wl in config.workloads:
-            outcome = _run_workload(wl, workdir or target, device, reporter)
+            outcome = _run_workload(wl, workdir or target, device, reporter, power.drain)
             outcomes.append(outcome)
             if outcome.result["status"] != "complete":
                 failure = _failure(outcome.result)
@@ -288,11 +297,12 @@ def run(config: BenchConfig, reporter: Reporter | None = None) -> Path:
     except IowattError as e:
         failure = e
     finally:
+        power.stop()
         # iowatt deletes only what it created: its own work directory (or temp target).
         for path in (workdir, scratch):
             if path is not None:
                 shutil.rmtree(path, ignore_errors=True)
-    run_dir = _write_run(writer, config, outcomes, failure, host, started_ns, device)
+    run_dir = _write_run(writer, config, outcomes, failure, host, started_ns, device, power)
     if failure is not None:
         raise failure
     return run_dir
@@ -360,13 +370,77 @@ def engine_spec(wl: WorkloadConfig, where: Path, device: bool) -> str:
     return json.dumps(spec)
 
 
-def _run_workload(wl: WorkloadConfig, where: Path, device: bool, reporter: Reporter) -> Outcome:
+class _Power:
+    """Power recording around a bench's workloads, when ``--power`` asked for it."""
+
+    def __init__(self, config: BenchConfig) -> None:
+        self.config = config
+        self.rec: Recording | None = None
+        self.t0 = time.monotonic_ns()
+        self.idle: Window | None = None
+        self.data: PowerData | None = None
+
+    def start(self, reporter: Reporter) -> None:
+        if not self.config.power:
+            return
+        self.rec = Recording(self.config.power, self.config.power_hz)
+        self.t0 = time.monotonic_ns()
+        self.rec.start()
+        if self.config.idle_s > 0:
+            reporter.warn(f"measuring idle power for {self.config.idle_s:g} s before the work")
+            start = self.rec.mark("idle")
+            end = time.monotonic() + self.config.idle_s
+            while (left := end - time.monotonic()) > 0:
+                time.sleep(min(left, POLL_S * 5))
+                self.rec.drain()
+            self.idle = Window(start, time.monotonic_ns())
+        self.rec.mark("work")
+
+    def drain(self) -> None:
+        if self.rec is not None:
+            self.rec.drain()
+
+    def stop(self) -> None:
+        if self.rec is not None and self.data is None:
+            self.rec.mark("end")
+            self.data = self.rec.stop()
+
+    def summary(self, outcomes: list[Outcome]) -> dict[str, Any] | None:
+        if self.data is None:
+            return None
+        windows = {
+            o.wl.name: Window(
+                o.result["measure_start_ns"],
+                o.result["measure_start_ns"] + o.result["measured_ns"],
+                o.summary["ops"],
+                o.summary["bytes"],
+            )
+            for o in outcomes
+            if o.result["measured_ns"] > 0
+        }
+        if windows:
+            ws = list(windows.values())
+            work = Window(ws[0].start_ns, ws[-1].end_ns,
+                          sum(w.ops or 0 for w in ws), sum(w.bytes or 0 for w in ws))  # fmt: skip
+        else:
+            work = Window(self.t0, self.t0)
+        return summarize(self.data, self.t0, work, self.idle, windows)
+
+
+def _run_workload(
+    wl: WorkloadConfig,
+    where: Path,
+    device: bool,
+    reporter: Reporter,
+    tick: Callable[[], None],
+) -> Outcome:
     engine_run = _core.WorkloadRun(engine_spec(wl, where, device))
     reporter.workload_started(wl)
     engine_run.start()
     try:
         while not engine_run.wait(POLL_S):
             reporter.update(wl, engine_run.progress())
+            tick()
     except KeyboardInterrupt:
         engine_run.cancel()
         while not engine_run.wait(POLL_S):
@@ -398,6 +472,7 @@ def _write_run(
     host: dict[str, Any],
     started_ns: int,
     device: bool,
+    power: _Power,
 ) -> Path:
     results = [o.result for o in outcomes]
     models = {o.wl.name: o.model for o in outcomes}
@@ -419,6 +494,13 @@ def _write_run(
             "suite": config.suite,
             # Each workload's parameters and, once it ran, the model the engine built from them.
             "workloads": [{**asdict(wl), "model": models.get(wl.name)} for wl in config.workloads],
+            "power": {
+                "sources": [s.describe() for s in config.power],
+                "hz": config.power_hz,
+                "idle_s": config.idle_s,
+            }
+            if config.power
+            else None,
         },
         "host": host,
     }
@@ -427,13 +509,21 @@ def _write_run(
         "timestamp": started_ns // 1_000_000_000,
         "jobs": [fio_job(o.wl.name, o.wl.personality, o.summary, o.result) for o in outcomes],
     }
+    summary: dict[str, Any] = {
+        "run_id": writer.run_id,
+        "status": status,
+        "workloads": summaries,
+        "fio": fio,
+    }
+    power_summary = power.summary(outcomes)
+    if power_summary is not None:
+        summary["power"] = power_summary
     writer.write_json("manifest.json", manifest)
-    writer.write_json(
-        "summary.json",
-        {"run_id": writer.run_id, "status": status, "workloads": summaries, "fio": fio},
-    )
+    writer.write_json("summary.json", summary)
     writer.write_table("intervals.parquet", interval_table(writer.run_id, results))
     writer.write_table("latency.parquet", latency_table(writer.run_id, results))
+    if power.data is not None:
+        write_power_files(writer, power.data, power.t0)
     run_dir = writer.commit()
     index_run(config.results, run_dir)
     if config.report and outcomes:

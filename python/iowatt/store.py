@@ -52,6 +52,40 @@ LATENCY_SCHEMA = pa.schema(
         ("count", pa.int64()),
     ]
 )
+POWER_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("source", pa.string()),
+        ("channel", pa.string()),
+        ("scope", pa.string()),
+        ("mono_ns", pa.int64()),
+        ("t_s", pa.float64()),
+        ("watts", pa.float64()),
+        ("joules", pa.float64()),
+    ]
+)
+SENSOR_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("source", pa.string()),
+        ("channel", pa.string()),
+        ("unit", pa.string()),
+        ("mono_ns", pa.int64()),
+        ("t_s", pa.float64()),
+        ("value", pa.float64()),
+    ]
+)
+EVENT_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("mono_ns", pa.int64()),
+        ("t_s", pa.float64()),
+        ("source", pa.string()),
+        ("kind", pa.string()),
+        ("message", pa.string()),
+    ]
+)
+VIEWS = ("intervals", "latency", "power", "sensors", "events")
 
 
 def results_dir(path: str | Path | None = None) -> Path:
@@ -114,6 +148,10 @@ CREATE TABLE IF NOT EXISTS workloads (
   run_id VARCHAR, workload VARCHAR, personality VARCHAR, engine VARCHAR, iosize BIGINT,
   nthreads INTEGER, iodepth INTEGER, directio BOOLEAN, ops BIGINT, ops_s DOUBLE, mib_s DOUBLE,
   errors BIGINT, runtime_s DOUBLE, p50_ns BIGINT, p99_ns BIGINT, max_ns BIGINT);
+CREATE TABLE IF NOT EXISTS energy (
+  run_id VARCHAR, "window" VARCHAR, source VARCHAR, channel VARCHAR, scope VARCHAR,
+  energy_j DOUBLE, avg_w DOUBLE, peak_w DOUBLE, duration_s DOUBLE, gap_s DOUBLE,
+  idle_w DOUBLE, dynamic_j DOUBLE, j_per_op DOUBLE, j_per_byte DOUBLE);
 """
 
 
@@ -142,6 +180,7 @@ def index_run(results: Path, run_dir: Path) -> None:
     with catalog(results) as con:
         con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
         con.execute("DELETE FROM workloads WHERE run_id = ?", [run_id])
+        con.execute("DELETE FROM energy WHERE run_id = ?", [run_id])
         con.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, make_timestamp(?::BIGINT // 1000),"
             " make_timestamp(?::BIGINT // 1000), ?, ?, ?, ?, ?)",
@@ -171,12 +210,31 @@ def index_run(results: Path, run_dir: Path) -> None:
                     lat["max"],
                 ],
             )  # fmt: skip
+        for row in energy_rows(summary.get("power") or {}):
+            con.execute(
+                "INSERT INTO energy VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, *row],
+            )
         _refresh_views(con, results)
+
+
+def energy_rows(power: Mapping[str, Any]) -> Iterator[list[Any]]:
+    """Catalog rows from a summary's ``power`` section: one per window and channel."""
+    idle = (power.get("idle") or {}).get("channels", {})
+    windows = {"work": power.get("work") or {}, **(power.get("workloads") or {})}
+    for window, channels in windows.items():
+        for key, e in channels.items():
+            source, _, channel = key.partition("/")
+            yield [
+                window, source, channel, e.get("scope"), e["energy_j"], e["avg_w"], e["peak_w"],
+                e["duration_s"], e["gap_s"], (idle.get(key) or {}).get("avg_w"),
+                e.get("dynamic_j"), e.get("j_per_op"), e.get("j_per_byte"),
+            ]  # fmt: skip
 
 
 def _refresh_views(con: duckdb.DuckDBPyConnection, results: Path) -> None:
     root = results.resolve()
-    for view in ("intervals", "latency"):
+    for view in VIEWS:
         if any(root.glob(f"*/{view}.parquet")):
             glob = str(root / "*" / f"{view}.parquet").replace("'", "''")
             con.execute(

@@ -79,3 +79,23 @@ def format_rate(value: float) -> str:
     if value >= 100:
         return f"{value:,.0f}"
     return f"{value:.3g}"
+
+
+def format_watts(watts: float | None) -> str:
+    """A power, e.g. ``12.3 W``, ``1.2 kW``, ``850 mW``; ``–`` when unknown."""
+    return _si(watts, "W")
+
+
+def format_joules(joules: float | None) -> str:
+    """An energy, e.g. ``1.25 kJ``, ``350 J``, ``12.3 mJ``; ``–`` when unknown."""
+    return _si(joules, "J")
+
+
+def _si(value: float | None, unit: str) -> str:
+    if value is None or value != value:  # None or NaN
+        return "–"
+    sign, x = ("-", -value) if value < 0 else ("", value)
+    for scale, prefix in ((1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ")):
+        if float(f"{x:.3g}") >= scale:
+            return f"{sign}{_three_digits(x / scale)} {prefix}{unit}"
+    return f"{sign}0 {unit}"

@@ -60,6 +60,10 @@ pub enum SourceKind {
         sdr: bool,
         #[serde(default = "default_ipmi_timeout")]
         timeout_s: f64,
+        /// lanplus: the RMCP+ cipher suite (`-C N`). Naming one skips the "Get Channel Cipher
+        /// Suites" request, which some BMCs never answer (ipmitool then waits ~10 s per call).
+        #[serde(default)]
+        cipher_suite: Option<u8>,
     },
     Meter {
         /// A CSV log (followed or read whole) or a serial device (Watts Up).

@@ -19,10 +19,12 @@ pub trait Source: Send {
     fn channels(&self) -> &[ChannelInfo];
 
     /// One poll: appends new readings. An `Err` is a failed poll (recorded as an event and
-    /// retried at the next tick), never the end of the recording.
+    /// retried at the next tick), never the end of the recording; readings appended before it
+    /// (the zones or sensors that could be read) are kept.
     fn poll(&mut self, out: &mut Vec<LocalReading>) -> Result<(), PowerError>;
 
-    /// Counters of what was read and what could not be used.
+    /// Counters of what was read and what could not be used. `polls`, `readings` and `errors`
+    /// are counted by the recorder, which calls `poll`; a source leaves them at 0.
     fn stats(&self) -> SourceStats;
 
     /// Things the user should know that lost no data (a zone skipped, DCMI unsupported, a

@@ -2,6 +2,7 @@
 //! hierarchy is defined once, on the Python side.
 
 use iowatt_metrics::UnitError;
+use iowatt_power::PowerError;
 use iowatt_workload::WorkloadError;
 use pyo3::prelude::*;
 
@@ -42,5 +43,15 @@ pub fn from_workload(py: Python<'_>, e: &WorkloadError) -> PyErr {
         ),
         WorkloadError::Cancelled => ("RunInterrupted", None),
     };
+    raise(py, class, e.to_string(), hint)
+}
+
+pub fn from_power(py: Python<'_>, e: &PowerError) -> PyErr {
+    let class = match e {
+        PowerError::Invalid { .. } => "ConfigError",
+        PowerError::Format { .. } => "MeterFormatError",
+        PowerError::Unavailable { .. } | PowerError::Io { .. } => "SourceUnavailableError",
+    };
+    let hint = e.hint().filter(|h| !h.is_empty());
     raise(py, class, e.to_string(), hint)
 }

@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 mod errors;
+mod power;
 mod units;
 mod workload;
 
@@ -12,6 +13,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(units::parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(units::parse_duration_ns, m)?)?;
     m.add_class::<workload::WorkloadRun>()?;
+    m.add_class::<power::PowerRecorder>()?;
     m.add(
         "PERSONALITIES",
         iowatt_workload::personality::PERSONALITIES.to_vec(),

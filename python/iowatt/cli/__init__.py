@@ -23,9 +23,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from iowatt.cli import bench, report, runs
+    from iowatt.cli import bench, energy, power, report, runs
 
     cli.add_command(bench.bench)
+    cli.add_command(power.power)
+    cli.add_command(energy.energy)
     cli.add_command(runs.runs)
     cli.add_command(report.report)
 

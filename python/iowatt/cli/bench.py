@@ -9,9 +9,13 @@ import click
 
 from iowatt import bench as bench_lib
 from iowatt.bench import Options, SilentReporter
+from iowatt.cli.power import SOURCE_HELP
 from iowatt.cli.progress import RichReporter
+from iowatt.errors import ConfigError
 from iowatt.fileio import PERSONALITIES, SUITES
+from iowatt.power import DEFAULT_HZ, parse_source
 from iowatt.store import parse_filters, read_summary, results_dir
+from iowatt.units import parse_duration
 
 
 @click.command()
@@ -32,6 +36,10 @@ from iowatt.store import parse_filters, read_summary, results_dir
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--destroy-data", is_flag=True, help="Allow writing over a device with data on it.")
+@click.option("--power", "power", multiple=True, metavar="SOURCE", help=SOURCE_HELP)
+@click.option("--power-hz", type=float, default=DEFAULT_HZ, show_default=True,
+              help="Power samples per second.")  # fmt: skip
+@click.option("--idle", help="With --power: measure idle power this long first, e.g. 30s.")
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json to stdout.")
@@ -42,6 +50,9 @@ def bench(
     labels: tuple[str, ...],
     results: Path | None,
     destroy_data: bool,
+    power: tuple[str, ...],
+    power_hz: float,
+    idle: str | None,
     no_report: bool,
     quiet: bool,
     as_json: bool,
@@ -67,6 +78,11 @@ def bench(
         destroy_data=destroy_data,
     )
     config.report = not no_report
+    config.power = [parse_source(s) for s in power]
+    config.power_hz = power_hz
+    if idle and not power:
+        raise ConfigError("--idle needs --power", "e.g. --power rapl --idle 30s")
+    config.idle_s = parse_duration(idle, "--idle") if idle else 0.0
     reporter = SilentReporter() if quiet or as_json else RichReporter()
     try:
         run_dir = bench_lib.run(config, reporter)

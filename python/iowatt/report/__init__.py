@@ -13,7 +13,15 @@ from pathlib import Path
 import jinja2
 
 from iowatt import __version__
-from iowatt.report.context import PERCENTILES, build_plots, run_view, styles, workload_row
+from iowatt.report.context import (
+    PERCENTILES,
+    build_plots,
+    energy_rows,
+    power_plots,
+    run_view,
+    styles,
+    workload_row,
+)
 from iowatt.report.load import load_run
 
 __all__ = ["write_report"]
@@ -42,6 +50,8 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         rows=[workload_row(run, w, style[run.run_id, w]) for run in runs for w in run.workloads],
         plots={plot.name: plot for plot in build_plots(runs, style)},
         percentiles=[f"p{p:g}" if p < 100 else "max" for p in PERCENTILES],
+        energy=energy_rows(runs),
+        power_plots=power_plots(runs),
         version=__version__,
     )
     out.write_text(html, encoding="utf-8")

@@ -14,8 +14,15 @@ from typing import Any
 from iowatt.histogram import cdf, percentile
 from iowatt.report import plots
 from iowatt.report.load import Run
-from iowatt.report.plots import Bar, Line, Style
-from iowatt.units import format_bytes, format_duration, format_ns, format_rate
+from iowatt.report.plots import Bar, Line, PowerPanel, Style
+from iowatt.units import (
+    format_bytes,
+    format_duration,
+    format_joules,
+    format_ns,
+    format_rate,
+    format_watts,
+)
 
 # The percentiles the report tabulates; 100 is the maximum.
 PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99, 100.0)
@@ -198,3 +205,80 @@ def build_plots(runs: Sequence[Run], style: dict[tuple[str, str], Style]) -> lis
             plots.throughput_over_time(timelines),
         ),
     ]
+
+
+@dataclass(frozen=True)
+class EnergyRow:
+    """One channel of one run over its work window."""
+
+    run_id: str
+    channel: str
+    headline: bool
+    energy: str
+    avg: str
+    peak: str
+    above_idle: str
+    per_op: str
+    gaps: str
+
+
+def energy_rows(runs: Sequence[Run]) -> list[EnergyRow]:
+    rows = []
+    for run in runs:
+        power = run.summary.get("power") or {}
+        for key, e in (power.get("work") or {}).items():
+            per_op = e.get("j_per_op")
+            rows.append(
+                EnergyRow(
+                    run_id=run.run_id,
+                    channel=key,
+                    headline=key == power.get("headline"),
+                    energy=format_joules(e.get("energy_j")),
+                    avg=format_watts(e.get("avg_w")),
+                    peak=format_watts(e.get("peak_w")),
+                    above_idle=format_joules(e.get("dynamic_j")),
+                    per_op=format_joules(per_op) if per_op is not None else "—",
+                    gaps=format_duration(e["gap_s"]) if e.get("gap_s") else "",
+                )
+            )
+    return rows
+
+
+def power_plots(runs: Sequence[Run]) -> list[Plot]:
+    """Per run, one panel per power source with the run's throughput on the same time axis."""
+    out = []
+    for i, run in enumerate(runs):
+        if not run.power:
+            continue
+        t0 = (run.summary.get("power") or {}).get("t0_ns")
+        throughput = _throughput_since(run, t0) if isinstance(t0, int) else None
+        sources: dict[str, list[tuple[str, Any, Any]]] = {}
+        for key, (t, watts) in run.power.items():
+            source, _, channel = key.partition("/")
+            sources.setdefault(source, []).append((channel, t, watts))
+        panels = [PowerPanel(src, chans, throughput) for src, chans in sources.items()]
+        out.append(
+            Plot(
+                f"power-{i}",
+                f"Power of each channel of run {run.run_id}; dashed: operations per second.",
+                plots.power_over_time(panels, f"power{i}"),
+            )
+        )
+    return out
+
+
+def _throughput_since(run: Run, t0_ns: int) -> tuple[Any, Any] | None:
+    """All workloads' ops/s at each interval's middle, in seconds since ``t0_ns``."""
+    xs, ys = [], []
+    for series in run.intervals.values():
+        if "mono_ns" not in series or not series["mono_ns"].size:
+            continue
+        xs.append((series["mono_ns"] - t0_ns) / 1e9 + series["duration_s"] / 2)
+        ys.append(series["ops_s"])
+    if not xs:
+        return None
+    import numpy as np
+
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    order = np.argsort(x)
+    return x[order], y[order]

@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 from iowatt.errors import RunNotFoundError
 from iowatt.store import read_manifest, read_summary
 
-_INTERVAL_COLUMNS = ("t_s", "duration_s", "ops_s", "mib_s")
+_INTERVAL_COLUMNS = ("t_s", "duration_s", "ops_s", "mib_s", "mono_ns")
+PowerSeries = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Run:
     summary: dict[str, Any]
     intervals: dict[str, dict[str, npt.NDArray[np.float64]]]
     latency: dict[str, Histogram]
+    # "source/channel" → (seconds since the power recording began, watts)
+    power: dict[str, PowerSeries]
 
     @property
     def run_id(self) -> str:
@@ -93,6 +96,19 @@ def _latency(table: pa.Table | None) -> dict[str, Histogram]:
     }
 
 
+def _power(table: pa.Table | None) -> dict[str, PowerSeries]:
+    if table is None or table.num_rows == 0:
+        return {}
+    table = table.sort_by("mono_ns")
+    keys = pc.binary_join_element_wise(table["source"], table["channel"], "/")
+    out: dict[str, PowerSeries] = {}
+    for key in pc.unique(keys).to_pylist():
+        rows = table.filter(pc.equal(keys, key))
+        watts = rows["watts"].to_numpy(zero_copy_only=False).astype(np.float64)
+        out[key] = (rows["t_s"].to_numpy().astype(np.float64), watts)
+    return out
+
+
 def load_run(path: Path) -> Run:
     """Read one run directory; raises :class:`RunNotFoundError` when it has no manifest."""
     manifest_path = path / "manifest.json"
@@ -107,4 +123,5 @@ def load_run(path: Path) -> Run:
         summary=read_summary(path) if (path / "summary.json").is_file() else {},
         intervals=_intervals(_read_parquet(path / "intervals.parquet")),
         latency=_latency(_read_parquet(path / "latency.parquet")),
+        power=_power(_read_parquet(path / "power.parquet")),
     )

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from iowatt.units import format_ns, format_rate
+from iowatt.units import format_ns, format_rate, format_watts
 
 # Width fits the page's content column; height leaves room for the table below each plot.
 _FIGSIZE = (9.0, 3.4)
@@ -184,3 +184,36 @@ def _draw(ax: Axes, line: Line, marker: str | None = None) -> None:
         lw=1.6,
         marker=marker,
     )
+
+
+@dataclass(frozen=True)
+class PowerPanel:
+    """One source of one run: its channels in watts, and the run's throughput beside them."""
+
+    title: str
+    channels: Sequence[tuple[str, npt.NDArray[np.float64], npt.NDArray[np.float64]]]
+    throughput: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None
+
+
+def power_over_time(panels: Sequence[PowerPanel], name: str) -> str | None:
+    """Watts per channel (left axis) with ops/s (right axis, grey) on one time axis."""
+    panels = [p for p in panels if p.channels]
+    if not panels:
+        return None
+    fig = Figure(figsize=(_FIGSIZE[0], 2.4 * len(panels) + 0.8), layout="constrained")
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, panel in zip(axes, panels, strict=True):
+        for i, (label, t, watts) in enumerate(panel.channels):
+            ax.plot(t, watts, color=f"C{i % 10}", lw=1.4, label=label)
+        ax.set_title(panel.title, fontsize="medium", loc="left")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_watts(v)))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small", frameon=False, loc="upper left")
+        if panel.throughput is not None:
+            twin = ax.twinx()
+            twin.plot(*panel.throughput, color="0.55", lw=1.0, ls="--", label="ops/s")
+            twin.set_ylim(bottom=0)
+            twin.set_ylabel("ops/s", color="0.45")
+            twin.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
+    axes[-1].set_xlabel("time since the power recording began (s)")
+    return _to_svg(fig, name)

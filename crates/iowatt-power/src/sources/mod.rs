@@ -5,4 +5,5 @@ pub mod hwmon;
 pub mod ipmi;
 pub mod meter;
 pub mod rapl;
+mod sysfs;
 pub mod wattsup;

@@ -1,0 +1,110 @@
+"""``iowatt power``: record power and energy around any command, or import a meter log."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from iowatt import power_run
+from iowatt.power import DEFAULT_HZ, parse_source
+from iowatt.power_summary import warnings
+from iowatt.store import parse_filters, results_dir
+from iowatt.units import format_duration, format_joules, format_watts, parse_duration
+
+SOURCE_HELP = (
+    "A power source, repeatable: rapl, hwmon, ipmi[:host=H,interface=lanplus,user=U,"
+    "password-env=VAR], meter:path=LOG[,map=MAP.toml], cmd:command=CMD. Options: name=, hz=."
+)
+
+
+@click.group()
+def power() -> None:
+    """Record power and energy."""
+
+
+@power.command(context_settings={"ignore_unknown_options": True})
+@click.option("--source", "sources", multiple=True, required=True, help=SOURCE_HELP)
+@click.option("--hz", type=float, default=DEFAULT_HZ, show_default=True, help="Samples/s.")
+@click.option("--idle", help="Measure an idle baseline this long before the command, e.g. 30s.")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
+@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
+@click.option("--no-report", is_flag=True, help="Do not write report.html.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json to stdout.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def record(
+    sources: tuple[str, ...],
+    hz: float,
+    idle: str | None,
+    labels: tuple[str, ...],
+    results: Path | None,
+    no_report: bool,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND while recording power, like `perf stat`; exits with COMMAND's status.
+
+    Example: iowatt power record --source rapl --source ipmi --hz 10 -- make -j8
+    """
+    if hz <= 0:
+        from iowatt.errors import ConfigError
+
+        raise ConfigError(f"--hz `{hz:g}` must be positive", "e.g. --hz 10")
+    config = power_run.RecordConfig(
+        command=list(command),
+        sources=[parse_source(s) for s in sources],
+        results=results_dir(results),
+        hz=hz,
+        idle_s=parse_duration(idle, "--idle") if idle else 0.0,
+        labels=parse_filters(labels),
+        report=not no_report,
+    )
+    out = power_run.record(config, on_phase=None if as_json else _say)
+    if as_json:
+        click.echo(json.dumps(out.summary, indent=2))
+    else:
+        _print_summary(out.summary, out.run_dir)
+    sys.exit(out.exit_code)
+
+
+def _say(message: str) -> None:
+    click.echo(f"iowatt: {message}", err=True)
+
+
+def _print_summary(summary: dict[str, Any], run_dir: Path) -> None:
+    # stderr, as perf stat does: the wrapped command owns stdout.
+    console = Console(stderr=True)
+    cmd = summary["command"]
+    console.print(
+        f"\n energy of `{' '.join(cmd['argv'])}`: {format_duration(cmd['seconds'])}, "
+        f"exit {cmd['exit_code']}\n",
+        markup=False,
+        highlight=False,
+    )
+    console.print(energy_table(summary["power"], "work"))
+    for w in warnings(summary["power"]):
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    console.print(f"\n run {run_dir.name} written to {run_dir}", markup=False, highlight=False)
+
+
+def energy_table(power: dict[str, Any], window: str) -> Table:
+    """Channels of one window: average and peak power, energy, Wh and energy above idle."""
+    table = Table(box=None, header_style="bold")
+    for col in ("channel", "avg", "peak", "energy", "Wh", "above idle", "gaps"):
+        table.add_column(col, justify="left" if col == "channel" else "right")
+    for key, e in power[window].items():
+        table.add_row(
+            key + (" *" if key == power.get("headline") else ""),
+            format_watts(e["avg_w"]),
+            format_watts(e["peak_w"]),
+            format_joules(e["energy_j"]),
+            f"{e['wh']:.4g}",
+            format_joules(e["dynamic_j"]),
+            format_duration(e["gap_s"]) if e["gap_s"] else "",
+        )
+    return table

@@ -1,0 +1,337 @@
+"""Power recording: sources chosen by name, sampled by the Rust core, kept as tables.
+
+``--source KIND[:key=value,...]`` names a source (``rapl``, ``hwmon``, ``ipmi``, ``meter``,
+``cmd``); :class:`Recording` opens them all (every problem is reported before anything runs),
+samples each on its own thread on CLOCK_MONOTONIC — the clock of the workload engine's interval
+rows — and returns :class:`PowerData`: the readings, the channels, events and counters, from
+which the run's ``power.parquet``, ``sensors.parquet`` and ``events.parquet`` are written.
+Energy arithmetic is in :mod:`iowatt.energy`; meter channel maps in :mod:`iowatt.meter_map`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from iowatt import meter_map
+from iowatt.energy import Series, counter_series, power_series
+from iowatt.errors import ConfigError
+from iowatt.store import EVENT_SCHEMA, POWER_SCHEMA, SENSOR_SCHEMA
+
+DEFAULT_HZ = 10.0
+DRAIN_S = 0.5
+
+# Options each kind takes on the command line (dashes or underscores), beside name= and hz=.
+_OPTIONS: dict[str, tuple[str, ...]] = {
+    "rapl": ("root",),
+    "hwmon": ("root",),
+    "ipmi": ("interface", "host", "port", "user", "password_env", "password_file", "dcmi", "sdr",
+             "timeout", "ipmitool", "cipher_suite"),
+    "meter": ("path", "map", "format", "follow", "time_column", "time_format", "start",
+              "utc_offset"),
+    "cmd": ("command", "timeout"),
+}  # fmt: skip
+_EXAMPLES = {
+    "rapl": "rapl",
+    "hwmon": "hwmon",
+    "ipmi": "ipmi:interface=lanplus,host=10.0.0.5,user=admin,password-env=BMC_PW",
+    "meter": "meter:path=meter.csv,map=disks.toml",
+    "cmd": "cmd:command=cat /run/watts",
+}
+_BOOL = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+POWER_UNITS = ("W", "J")
+
+
+@dataclass
+class SourceSpec:
+    """A source as the user named it; ``options`` go to the Rust sampler as they are."""
+
+    kind: str
+    name: str
+    hz: float | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    map: Path | None = None  # meter channel map, applied here, not in the sampler
+
+    def describe(self) -> dict[str, Any]:
+        opts = {k: v for k, v in self.options.items() if k != "password_env"}
+        return {"kind": self.kind, "name": self.name, "hz": self.hz, "options": opts,
+                "map": str(self.map) if self.map else None}  # fmt: skip
+
+
+def parse_source(text: str) -> SourceSpec:
+    """``meter:path=log.csv,map=disks.toml,hz=1`` → SourceSpec. ``command=`` takes the rest of
+    the text, commas included."""
+    kind, _, rest = text.partition(":")
+    kind = kind.strip()
+    if kind not in _OPTIONS:
+        raise ConfigError(
+            f"unknown power source `{kind}`",
+            f"sources are: {', '.join(_OPTIONS)} (e.g. --source {_EXAMPLES['meter']})",
+        )
+    spec = SourceSpec(kind, kind)
+    while rest:
+        key, sep, value = rest.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep:
+            raise ConfigError(
+                f"option `{key}` of source `{kind}` has no value",
+                f"options are key=value, e.g. --source {_EXAMPLES[kind]}",
+            )
+        if key == "command":
+            value, rest = value, ""
+        else:
+            value, _, rest = value.partition(",")
+        _set_option(spec, key, value.strip())
+    _check_required(spec)
+    return spec
+
+
+def _set_option(spec: SourceSpec, key: str, value: str) -> None:
+    if key == "name":
+        spec.name = value
+    elif key == "hz":
+        spec.hz = _positive(value, f"hz of source `{spec.kind}`")
+    elif key == "map" and spec.kind == "meter":
+        spec.map = Path(value).expanduser()
+    elif key in ("follow", "sdr"):
+        if value.lower() not in _BOOL:
+            raise ConfigError(f"{key} `{value}` must be true or false", f"e.g. {key}=false")
+        spec.options[key] = _BOOL[value.lower()]
+    elif key == "timeout":
+        spec.options["timeout_s"] = _positive(value, f"timeout of source `{spec.kind}`")
+    elif key in ("port", "cipher_suite"):
+        spec.options[key] = int(_positive(value, key.replace("_", "-")))
+    elif key == "command":
+        import shlex
+
+        spec.options["argv"] = shlex.split(value)
+    elif key in _OPTIONS[spec.kind]:
+        spec.options[key] = value
+    else:
+        raise ConfigError(
+            f"unknown option `{key}` for source `{spec.kind}`",
+            f"options of {spec.kind}: {', '.join(('name', 'hz', *_OPTIONS[spec.kind]))}",
+        )
+
+
+def _positive(value: str, what: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        x = 0.0
+    if not x > 0:
+        raise ConfigError(f"{what} `{value}` must be a positive number", "e.g. hz=10")
+    return x
+
+
+def _check_required(spec: SourceSpec) -> None:
+    if spec.kind == "meter" and "path" not in spec.options:
+        raise ConfigError("source `meter` needs path=LOG", f"e.g. --source {_EXAMPLES['meter']}")
+    if spec.kind == "cmd" and not spec.options.get("argv"):
+        raise ConfigError("source `cmd` needs command=...", f"e.g. --source {_EXAMPLES['cmd']}")
+
+
+def recorder_config(
+    specs: list[SourceSpec], hz: float, anchor: tuple[int, int] | None = None
+) -> str:
+    names = [s.name for s in specs]
+    for name in names:
+        if names.count(name) > 1:
+            raise ConfigError(
+                f"two power sources are named `{name}`",
+                "give one of them another name, e.g. --source meter:name=wall,path=...",
+            )
+    sources = [{"name": s.name, "kind": s.kind, "hz": s.hz or hz, **s.options} for s in specs]
+    return json.dumps({"sources": sources, "clock_anchor": anchor})
+
+
+# --- recording --------------------------------------------------------------------------------
+
+
+class Recording:
+    """Opens every source at once (so all errors show before any work), then samples them."""
+
+    def __init__(
+        self, specs: list[SourceSpec], hz: float = DEFAULT_HZ, anchor: tuple[int, int] | None = None
+    ) -> None:
+        from iowatt import _core
+
+        self.specs = specs
+        self.hz = hz
+        self._rec = _core.PowerRecorder(recorder_config(specs, hz, anchor))
+        self.channels = self._rec.channels()
+        self.maps = {s.name: meter_map.load(s.map) for s in specs if s.map}
+        for spec in specs:
+            if spec.map:
+                header = [c["channel"] for c in self.channels if c["source"] == spec.name]
+                self.maps[spec.name].check_columns(header, str(spec.options["path"]))
+        self._chunks: list[dict[str, Any]] = []
+        self._marks: list[dict[str, Any]] = []
+
+    def start(self) -> None:
+        self._rec.start()
+
+    def mark(self, message: str) -> int:
+        """A phase mark (``idle``, ``work``, ``end``) in the run's events; returns its time."""
+        now = time.monotonic_ns()
+        self._marks.append(
+            {"mono_ns": now, "source": "iowatt", "kind": "phase", "message": message}
+        )
+        return now
+
+    def drain(self) -> None:
+        """Moves what the sampler collected into Python (call every ~0.5 s on long runs)."""
+        self._chunks.append(self._rec.drain())
+
+    def latest_watts(self) -> dict[str, float]:
+        """The last reading of each watts channel so far (for a live display)."""
+        out: dict[str, float] = {}
+        for chunk in self._chunks[-2:]:
+            for ch, v in zip(chunk["channel"], chunk["value"], strict=True):
+                c = self.channels[ch]
+                if c["unit"] == "W":
+                    out[f"{c['source']}/{c['channel']}"] = v
+        return out
+
+    def stop(self) -> PowerData:
+        self._rec.stop()
+        self.drain()
+        chunks = self._chunks
+        return PowerData(
+            channels=self.channels,
+            mono_ns=np.concatenate([np.asarray(c["mono_ns"], np.int64) for c in chunks]),
+            channel=np.concatenate([np.asarray(c["channel"], np.int64) for c in chunks]),
+            value=np.concatenate([np.asarray(c["value"], np.float64) for c in chunks]),
+            events=sorted(
+                [e for c in chunks for e in c["events"]] + self._marks, key=lambda e: e["mono_ns"]
+            ),
+            stats=self._rec.stats(),
+            anchor=self._rec.clock_anchor(),
+            maps=self.maps,
+            specs=self.specs,
+        )
+
+
+@dataclass
+class Channel:
+    """A power channel ready for arithmetic: measured, derived from a counter, or mapped."""
+
+    source: str
+    channel: str
+    scope: str
+    series: Series
+    parent: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}/{self.channel}"
+
+
+@dataclass
+class PowerData:
+    channels: list[dict[str, Any]]
+    mono_ns: np.ndarray
+    channel: np.ndarray
+    value: np.ndarray
+    events: list[dict[str, Any]]
+    stats: list[dict[str, Any]]
+    anchor: tuple[int, int]
+    maps: dict[str, meter_map.ChannelMap] = field(default_factory=dict)
+    specs: list[SourceSpec] = field(default_factory=list)
+
+    def _readings(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        sel = self.channel == index
+        return self.mono_ns[sel], self.value[sel]
+
+    def power_channels(self) -> list[Channel]:
+        """Every channel in watts or joules, plus what the meter maps derive."""
+        out = []
+        for i, c in enumerate(self.channels):
+            if c["unit"] not in POWER_UNITS:
+                continue
+            t, v = self._readings(i)
+            series = counter_series(t, v) if c["unit"] == "J" else power_series(t, v)
+            out.append(Channel(c["source"], c["channel"], c["scope"], series, c.get("parent")))
+        for source, cmap in self.maps.items():
+            out.extend(self._mapped(source, cmap))
+        return out
+
+    def _mapped(self, source: str, cmap: meter_map.ChannelMap) -> list[Channel]:
+        # Every column of one log line carries the same timestamp: pivot on it.
+        idx = {c["channel"]: i for i, c in enumerate(self.channels) if c["source"] == source}
+        sel = np.isin(self.channel, list(idx.values()))
+        times = np.unique(self.mono_ns[sel])
+        columns = {}
+        for name in cmap.columns():
+            t, v = self._readings(idx[name])
+            col = np.full(len(times), np.nan)
+            col[np.searchsorted(times, t)] = v
+            columns[name] = col
+        return [
+            Channel(source, d.channel, d.scope, power_series(times, d.watts))
+            for d in meter_map.apply(cmap, columns)
+        ]
+
+    def sensor_channels(self) -> list[tuple[dict[str, Any], np.ndarray, np.ndarray]]:
+        mapped = {(s, c) for s, m in self.maps.items() for c in m.columns()}
+        return [
+            (c, *self._readings(i))
+            for i, c in enumerate(self.channels)
+            if c["unit"] not in POWER_UNITS and (c["source"], c["channel"]) not in mapped
+        ]
+
+    # --- tables ---------------------------------------------------------------------------
+
+    def power_table(self, run_id: str, t0_ns: int) -> pa.Table:
+        cols: dict[str, list[Any]] = {name: [] for name in POWER_SCHEMA.names}
+        for ch in self.power_channels():
+            s = ch.series
+            n = len(s.mono_ns)
+            cols["run_id"] += [run_id] * n
+            cols["source"] += [ch.source] * n
+            cols["channel"] += [ch.channel] * n
+            cols["scope"] += [ch.scope] * n
+            cols["mono_ns"] += s.mono_ns.tolist()
+            cols["t_s"] += ((s.mono_ns - t0_ns) / 1e9).tolist()
+            cols["watts"] += _nullable(s.watts)
+            cols["joules"] += _nullable(s.joules) if s.joules is not None else [None] * n
+        return pa.table(cols, schema=POWER_SCHEMA)
+
+    def sensor_table(self, run_id: str, t0_ns: int) -> pa.Table:
+        cols: dict[str, list[Any]] = {name: [] for name in SENSOR_SCHEMA.names}
+        for c, t, v in self.sensor_channels():
+            cols["run_id"] += [run_id] * len(t)
+            cols["source"] += [c["source"]] * len(t)
+            cols["channel"] += [c["channel"]] * len(t)
+            cols["unit"] += [c["unit"]] * len(t)
+            cols["mono_ns"] += t.tolist()
+            cols["t_s"] += ((t - t0_ns) / 1e9).tolist()
+            cols["value"] += _nullable(v)
+        return pa.table(cols, schema=SENSOR_SCHEMA)
+
+    def events_table(self, run_id: str, t0_ns: int) -> pa.Table:
+        return events_table(run_id, t0_ns, self.events)
+
+
+def events_table(run_id: str, t0_ns: int, events: list[dict[str, Any]]) -> pa.Table:
+    return pa.table(
+        {
+            "run_id": [run_id] * len(events),
+            "mono_ns": [e["mono_ns"] for e in events],
+            "t_s": [(e["mono_ns"] - t0_ns) / 1e9 for e in events],
+            "source": [e["source"] for e in events],
+            "kind": [e["kind"] for e in events],
+            "message": [e["message"] for e in events],
+        },
+        schema=EVENT_SCHEMA,
+    )
+
+
+def _nullable(a: np.ndarray) -> list[float | None]:
+    return [None if not np.isfinite(x) else float(x) for x in a]

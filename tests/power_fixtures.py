@@ -1,0 +1,101 @@
+"""Sysfs trees and meter logs with the real layout and quirks, for hardware this VM lacks.
+
+- powercap: ``/sys/class/powercap/intel-rapl:N`` are symlinks into
+  ``devices/virtual/powercap/intel-rapl/``; each zone has ``name``, ``energy_uj`` (µJ),
+  ``max_energy_range_uj`` and ``enabled``; subzones nest (``intel-rapl:0:0``).
+- hwmon: ``/sys/class/hwmon/hwmonN`` are symlinks to the device's ``hwmon/hwmonN``; values in
+  µW, µJ, mV, mA, m°C and RPM, labels in ``*_label``.
+- Counters are rewritten in place (the sampler keeps its file open, as on sysfs), at a known
+  power, wrapping through ``max_energy_range_uj``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def write_in_place(path: Path, value: int | str) -> None:
+    with open(path, "r+") as f:
+        f.write(f"{value}\n")
+        f.truncate()
+
+
+def make_rapl(root: Path, max_range_uj: int = 262_143_328_850) -> dict[str, Path]:
+    """A client CPU's powercap tree: package-0 (core, uncore, dram) and psys. Returns the
+    zone directories by channel name; ``root/class/powercap`` is what the sampler reads."""
+    devices = root / "devices/virtual/powercap/intel-rapl"
+    cls = root / "class/powercap"
+    cls.mkdir(parents=True)
+    zones = {
+        "package-0": devices / "intel-rapl:0",
+        "package-0/core": devices / "intel-rapl:0/intel-rapl:0:0",
+        "package-0/uncore": devices / "intel-rapl:0/intel-rapl:0:1",
+        "package-0/dram": devices / "intel-rapl:0/intel-rapl:0:2",
+        "psys": devices / "intel-rapl:1",
+    }
+    for channel, d in zones.items():
+        d.mkdir(parents=True)
+        (d / "name").write_text(channel.rsplit("/", 1)[-1] + "\n")
+        (d / "energy_uj").write_text("0\n")
+        (d / "max_energy_range_uj").write_text(f"{max_range_uj}\n")
+        (d / "enabled").write_text("1\n")
+        (d / "constraint_0_name").write_text("long_term\n")
+        (cls / d.name).symlink_to(d)
+    (devices / "enabled").write_text("1\n")
+    return zones
+
+
+@contextmanager
+def counting(zone: Path, watts: float, max_range_uj: int, hz: float = 200.0) -> Iterator[None]:
+    """Advances a zone's energy_uj at ``watts`` (wrapping) until the block ends."""
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def run() -> None:
+        while not stop.wait(1 / hz):
+            uj = int((time.monotonic() - start) * watts * 1e6)
+            write_in_place(zone / "energy_uj", uj % max_range_uj)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def make_hwmon(root: Path) -> Path:
+    """An INA226 shunt monitor and a coretemp device; returns ``root/class/hwmon``."""
+    cls = root / "class/hwmon"
+    cls.mkdir(parents=True)
+    ina = root / "devices/platform/i2c-1/1-0040/hwmon/hwmon3"
+    ina.mkdir(parents=True)
+    for name, value in {
+        "name": "ina226",
+        "in0_input": "2",  # shunt, mV
+        "in1_input": "12040",  # bus, mV
+        "curr1_input": "850",  # mA
+        "power1_input": "10234000",  # µW
+        "power1_label": "disk0",
+        "energy1_input": "0",  # µJ
+        "update_interval": "35",
+    }.items():
+        (ina / name).write_text(f"{value}\n")
+    cpu = root / "devices/platform/coretemp.0/hwmon/hwmon1"
+    cpu.mkdir(parents=True)
+    for name, value in {
+        "name": "coretemp",
+        "temp1_input": "45000",
+        "temp1_label": "Package id 0",
+        "temp2_input": "43000",
+        "temp2_label": "Core 0",
+    }.items():
+        (cpu / name).write_text(f"{value}\n")
+    (cls / "hwmon3").symlink_to(ina)
+    (cls / "hwmon1").symlink_to(cpu)
+    return cls

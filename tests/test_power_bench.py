@@ -1,0 +1,106 @@
+"""Power recorded during a benchmark and energy comparisons between runs."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
+
+
+def test_bench_with_power_has_energy_per_operation_and_a_power_plot(capsys, tmp_path):
+    results, target = tmp_path / "r", tmp_path / "t"
+    target.mkdir()
+    r = iowatt(capsys, "bench", "randomread", "--runtime", "2s", "--filesize", "8m",
+               "--target", target, "--results", results, "--quiet",
+               "--power", "cmd:command=echo 35", "--power-hz", "20")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    s = summary(run)
+    ops = s["workloads"]["randomread"]["ops"]
+    e = s["power"]["workloads"]["randomread"]["cmd/cmd"]
+    assert e["duration_s"] == pytest.approx(s["workloads"]["randomread"]["runtime_s"], rel=0.01)
+    assert e["energy_j"] == pytest.approx(35.0 * e["duration_s"], rel=0.05)
+    assert e["j_per_op"] == pytest.approx(e["energy_j"] / ops)
+    assert e["j_per_byte"] == pytest.approx(e["energy_j"] / s["workloads"]["randomread"]["bytes"])
+    assert manifest(run)["config"]["power"]["sources"][0]["kind"] == "cmd"
+    # Every interval row joins to power samples on the shared monotonic clock.
+    intervals = pq.read_table(run / "intervals.parquet").to_pylist()
+    power = pq.read_table(run / "power.parquet").column("mono_ns").to_pylist()
+    assert min(power) <= intervals[0]["mono_ns"] and max(power) >= intervals[-1]["mono_ns"]
+    html = (run / "report.html").read_text()
+    assert 'data-plot="power-0"' in html and "<svg" in html.split('data-plot="power-0"')[1][:400]
+    assert 'data-channel="cmd/cmd"' in html
+
+
+def test_idle_without_power_is_refused(capsys, tmp_path):
+    r = iowatt(capsys, "bench", "randomread", "--idle", "5s", "--results", tmp_path)
+    assert_user_error(r, "--idle")
+
+
+def _record(capsys, results: Path, watts: float, seconds: float, idle: bool = True):
+    args = ["power", "record", "--results", results, "--no-report", "--hz", "20",
+            "--source", f"cmd:command=echo {watts}"]  # fmt: skip
+    r = iowatt(capsys, *args, "--", "sleep", str(seconds))
+    assert r.code == 0, r.err
+    return max(runs_in(results), key=lambda p: manifest(p)["started_ns"])
+
+
+def test_energy_compare_reports_time_energy_and_pue_saving(capsys, tmp_path):
+    results = tmp_path / "r"
+    slow = _record(capsys, results, 100.0, 2.0)
+    fast = _record(capsys, results, 120.0, 1.0)
+    r = iowatt(capsys, "energy", "compare", slow.name, fast.name, "--pue", "1.6",
+               "--idle-watts", "40", "--results", results, "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    c = json.loads(r.out)
+    b, k = summary(slow)["power"]["work"]["cmd/cmd"], summary(fast)["power"]["work"]["cmd/cmd"]
+    seconds_b, seconds_k = summary(slow)["command"]["seconds"], summary(fast)["command"]["seconds"]
+    assert c["channel"] == "cmd/cmd"
+    assert c["time_saved_s"] == pytest.approx(seconds_b - seconds_k)
+    assert c["energy_saved_j"] == pytest.approx(b["energy_j"] - k["energy_j"])
+    assert c["facility_energy_saved_j"] == pytest.approx(c["energy_saved_j"] * 1.6)
+    assert c["estimated_saving_j"] == pytest.approx((seconds_b - seconds_k) * (100 - 40) * 1.6,
+                                                    rel=0.05)  # fmt: skip
+    assert c["faster_drew_more_power"] is True
+    text = iowatt(capsys, "energy", "compare", slow.name, fast.name, "--pue", "1.6",
+                  "--results", results)  # fmt: skip
+    assert "drew" in text.out and "more" in text.out and "--idle" in text.out
+
+
+def test_energy_compare_bad_input(capsys, tmp_path):
+    results = tmp_path / "r"
+    run = _record(capsys, results, 10.0, 0.2)
+    assert_user_error(
+        iowatt(capsys, "energy", "compare", run.name, run.name, "--pue", "0.5",
+               "--results", results), "`0.5`")  # fmt: skip
+    assert_user_error(
+        iowatt(capsys, "energy", "compare", run.name, run.name, "--channel", "rapl/psys",
+               "--results", results), "`rapl/psys`")  # fmt: skip
+    assert_user_error(
+        iowatt(capsys, "energy", "compare", run.name, "nope", "--results", results), "`nope`"
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_recording_is_written_incomplete(tmp_path, sig):
+    results = tmp_path / "r"
+    cmd = [sys.executable, "-c", "from iowatt.cli import main; main()", "power", "record",
+           "--results", str(results), "--no-report", "--source", "cmd:command=echo 9",
+           "--", "sleep", "60"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    (run,) = runs_in(results)
+    assert (manifest(run)["status"], manifest(run)["reason"]) == ("incomplete", "interrupted")
+    e = summary(run)["power"]["work"]["cmd/cmd"]
+    assert 0.5 < e["duration_s"] < 30 and e["avg_w"] == pytest.approx(9.0)
