@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -104,3 +105,43 @@ def test_an_interrupted_recording_is_written_incomplete(tmp_path, sig):
     assert (manifest(run)["status"], manifest(run)["reason"]) == ("incomplete", "interrupted")
     e = summary(run)["power"]["work"]["cmd/cmd"]
     assert 0.5 < e["duration_s"] < 30 and e["avg_w"] == pytest.approx(9.0)
+
+
+def test_a_meter_log_is_imported_into_a_finished_bench(capsys, tmp_path):
+    results, target, log = tmp_path / "r", tmp_path / "t", tmp_path / "wall.csv"
+    target.mkdir()
+    (tmp_path / "wall.toml").write_text('[watts]\nwall = "W"\n')
+    log.write_text("time,W\n")
+    stop = threading.Event()
+
+    def wall_meter() -> None:  # logs 231.5 W ten times a second on its own clock
+        while not stop.wait(0.1):
+            with open(log, "a") as f:
+                f.write(f"{time.time():.3f},231.5\n")
+
+    thread = threading.Thread(target=wall_meter)
+    thread.start()
+    try:
+        r = iowatt(capsys, "bench", "randomread", "--runtime", "2s", "--filesize", "8m",
+                   "--target", target, "--results", results, "--quiet")  # fmt: skip
+    finally:
+        stop.set()
+        thread.join()
+    assert r.code == 0, r.err
+    source = f"meter:name=wall,path={log},map={tmp_path / 'wall.toml'}"
+    r = iowatt(capsys, "power", "import", "latest", "--source", source, "--results", results)
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    s = summary(run)
+    e = s["power"]["workloads"]["randomread"]["wall/wall"]
+    assert e["avg_w"] == pytest.approx(231.5)
+    assert e["duration_s"] == pytest.approx(s["workloads"]["randomread"]["runtime_s"], rel=0.02)
+    assert e["j_per_op"] == pytest.approx(e["energy_j"] / s["workloads"]["randomread"]["ops"])
+    assert "wall/wall" in (run / "report.html").read_text()
+    assert_user_error(
+        iowatt(capsys, "power", "import", "latest", "--source", source, "--results", results),
+        "`wall`",
+    )
+    assert_user_error(
+        iowatt(capsys, "power", "import", "latest", "--source", "cmd:command=echo 1",
+               "--results", results), "`cmd`")  # fmt: skip

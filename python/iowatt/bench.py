@@ -77,6 +77,8 @@ class BenchConfig:
     power: list[SourceSpec] = field(default_factory=list)
     power_hz: float = DEFAULT_HZ
     idle_s: float = 0.0
+    # (CLOCK_REALTIME ns, CLOCK_MONOTONIC ns) at the start: maps meter logs onto the run later.
+    clock_anchor: tuple[int, int] | None = None
 
 
 @dataclass
@@ -271,6 +273,7 @@ def run(config: BenchConfig, reporter: Reporter | None = None) -> Path:
     run_id = new_run_id("bench")
     writer = RunWriter(config.results, run_id)
     started_ns = time.time_ns()
+    config.clock_anchor = (started_ns, time.monotonic_ns())
     outcomes: list[Outcome] = []
     failure: IowattError | None = None
     target, scratch = _target_dir(config.target)
@@ -383,7 +386,7 @@ class _Power:
     def start(self, reporter: Reporter) -> None:
         if not self.config.power:
             return
-        self.rec = Recording(self.config.power, self.config.power_hz)
+        self.rec = Recording(self.config.power, self.config.power_hz, self.config.clock_anchor)
         self.t0 = time.monotonic_ns()
         self.rec.start()
         if self.config.idle_s > 0:
@@ -486,6 +489,7 @@ def _write_run(
         "iowatt_version": __version__,
         "started_ns": started_ns,
         "ended_ns": time.time_ns(),
+        "clock_anchor": config.clock_anchor,
         "seed": config.seed,
         "labels": config.labels,
         "config": {

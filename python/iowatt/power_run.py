@@ -103,6 +103,7 @@ def record(config: RecordConfig, on_phase: Callable[[str], None] | None = None) 
         "iowatt_version": __version__,
         "started_ns": started_ns,
         "ended_ns": time.time_ns(),
+        "clock_anchor": list(data.anchor),
         "labels": config.labels,
         "config": {
             "command": config.command,

@@ -55,8 +55,8 @@ def summarize(
             }
             for c in channels
         ],
-        "headline": headline(channels),
     }
+    out["headline"] = headline(out["channels"])
     gap = {c.key: max_gap_ns(c.series.mono_ns, nominal.get(c.source)) for c in channels}
     if idle is not None:
         idle_out = {}
@@ -99,13 +99,13 @@ def _finite(v: Any) -> Any:
     return v
 
 
-def headline(channels: list[Channel]) -> str | None:
-    """The widest-scope channel (the first of its scope when several share it)."""
+def headline(channels: list[dict[str, Any]]) -> str | None:
+    """The widest-scope channel of a summary's ``channels`` (the first of its scope)."""
     for scope in HEADLINE_SCOPES:
         for c in channels:
-            if c.scope == scope and c.parent is None:
-                return c.key
-    return channels[0].key if channels else None
+            if c["scope"] == scope and c["parent"] is None:
+                return str(c["key"])
+    return str(channels[0]["key"]) if channels else None
 
 
 def warnings(power: Mapping[str, Any]) -> list[str]:

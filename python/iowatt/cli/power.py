@@ -13,8 +13,9 @@ from rich.table import Table
 
 from iowatt import power_run
 from iowatt.power import DEFAULT_HZ, parse_source
+from iowatt.power_import import import_logs
 from iowatt.power_summary import warnings
-from iowatt.store import parse_filters, results_dir
+from iowatt.store import parse_filters, resolve_run, results_dir
 from iowatt.units import format_duration, format_joules, format_watts, parse_duration
 
 SOURCE_HELP = (
@@ -70,6 +71,30 @@ def record(
     else:
         _print_summary(out.summary, out.run_dir)
     sys.exit(out.exit_code)
+
+
+@power.command("import")
+@click.argument("run")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    required=True,
+    help="A meter log, repeatable: meter:path=LOG[,map=MAP.toml,time-column=...].",
+)
+@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
+def import_(run: str, sources: tuple[str, ...], results: Path | None) -> None:
+    """Add a meter log recorded beside RUN to it, on the run's own clock.
+
+    Example: iowatt power import latest --source meter:path=meter.csv,map=disks.toml
+    """
+    root = results_dir(results)
+    run_dir = resolve_run(root, run)
+    power = import_logs(run_dir, [parse_source(s) for s in sources], root)
+    Console(stderr=True).print(energy_table(power, "work"))
+    for w in warnings(power):
+        click.echo(f"warning: {w}", err=True)
+    click.echo(f"run {run_dir.name} updated")
 
 
 def _say(message: str) -> None:

@@ -1,0 +1,134 @@
+"""``iowatt power import RUN --source meter:path=LOG``: a meter log recorded beside a run,
+added to it after the fact.
+
+Every run records a clock anchor (CLOCK_REALTIME and CLOCK_MONOTONIC read together), so the
+log's wall-clock timestamps land on the run's monotonic axis; the energy of each window (the
+workloads of a bench, the command of a power run) is computed as if the meter had been
+recorded live, and merged into the run's summary, Parquet files, catalog and report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from iowatt.errors import ConfigError
+from iowatt.power import DEFAULT_HZ, Recording, SourceSpec
+from iowatt.power_summary import Window, headline, summarize
+from iowatt.store import index_run, read_manifest, read_summary
+
+
+def import_logs(run_dir: Path, specs: list[SourceSpec], results: Path) -> dict[str, Any]:
+    """Adds the meter logs in ``specs`` to the run; returns its new ``power`` section."""
+    manifest, summary = read_manifest(run_dir), read_summary(run_dir)
+    anchor = manifest.get("clock_anchor")
+    if not anchor:
+        raise ConfigError(
+            f"run `{run_dir.name}` has no clock anchor to place a meter log on",
+            "it was written by an older iowatt; record the meter live with --power",
+        )
+    old = summary.get("power") or {}
+    taken = {s["source"] for s in old.get("sources", [])}
+    for spec in specs:
+        if spec.kind != "meter":
+            raise ConfigError(
+                f"only meter logs can be imported, not `{spec.kind}`",
+                "rapl, hwmon, ipmi and cmd are read live: iowatt bench --power SOURCE",
+            )
+        if spec.name in taken:
+            raise ConfigError(
+                f"run `{run_dir.name}` already has a power source named `{spec.name}`",
+                "give the import another name, e.g. --source meter:name=wall,path=...",
+            )
+        spec.options["follow"] = False
+    rec = Recording(specs, DEFAULT_HZ, (int(anchor[0]), int(anchor[1])))
+    rec.start()  # the first poll of an unfollowed log reads all of it
+    data = rec.stop()
+    t0 = int(old.get("t0_ns") or anchor[1])
+    work, idle, workloads = _windows(run_dir, manifest, summary)
+    new = summarize(data, t0, work, idle, workloads)
+    power = _merge(old, new)
+    summary["power"] = power
+    _replace(run_dir / "summary.json", json.dumps(summary, indent=2, default=str).encode())
+    for name, table in (
+        ("power.parquet", data.power_table(manifest["run_id"], t0)),
+        ("sensors.parquet", data.sensor_table(manifest["run_id"], t0)),
+        ("events.parquet", data.events_table(manifest["run_id"], t0)),
+    ):
+        _append_table(run_dir / name, table)
+    index_run(results, run_dir)
+    if (run_dir / "report.html").exists():
+        from iowatt.report import write_report
+
+        write_report([run_dir], run_dir / "report.html")
+    return power
+
+
+def _windows(
+    run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any]
+) -> tuple[Window, Window | None, dict[str, Window] | None]:
+    if manifest["kind"] == "power":
+        marks = {e["message"]: e["mono_ns"] for e in _phase_marks(run_dir)}
+        idle = Window(marks["idle"], marks["work"]) if "idle" in marks else None
+        return Window(marks["work"], marks["end"]), idle, None
+    table = pq.read_table(run_dir / "intervals.parquet")
+    workloads = {}
+    for name, w in summary.get("workloads", {}).items():
+        rows = table.filter(pc.equal(table["workload"], name))
+        if rows.num_rows == 0:
+            continue
+        ends = pc.add(rows["mono_ns"], pc.cast(pc.multiply(rows["duration_s"], 1e9), pa.int64()))
+        start, end = pc.min(rows["mono_ns"]).as_py(), pc.max(ends).as_py()
+        workloads[name] = Window(start, end, w["ops"], w["bytes"])
+    if not workloads:
+        raise ConfigError(
+            f"run `{run_dir.name}` measured nothing to attribute energy to",
+            "import the log into a run with measured workloads",
+        )
+    ws = list(workloads.values())
+    work = Window(ws[0].start_ns, ws[-1].end_ns, sum(w.ops or 0 for w in ws),
+                  sum(w.bytes or 0 for w in ws))  # fmt: skip
+    return work, None, workloads
+
+
+def _phase_marks(run_dir: Path) -> list[dict[str, Any]]:
+    events = pq.read_table(run_dir / "events.parquet").to_pylist()
+    return [e for e in events if e["kind"] == "phase"]
+
+
+def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    if not old:
+        return new
+    merged = {**old}
+    merged["sources"] = old["sources"] + new["sources"]
+    merged["channels"] = old["channels"] + new["channels"]
+    merged["work"] = {**old["work"], **new["work"]}
+    if "workloads" in new:
+        merged["workloads"] = {
+            w: {**old.get("workloads", {}).get(w, {}), **chans}
+            for w, chans in new["workloads"].items()
+        }
+    if "idle" in new and "idle" in old:
+        merged["idle"]["channels"] = {**old["idle"]["channels"], **new["idle"]["channels"]}
+    merged["headline"] = headline(merged["channels"])
+    return merged
+
+
+def _append_table(path: Path, table: pa.Table) -> None:
+    if path.exists():
+        table = pa.concat_tables([pq.read_table(path), table])
+    tmp = path.with_suffix(".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def _replace(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
