@@ -99,7 +99,8 @@ def measure_process(cmd: list[str], seconds: float) -> float | None:
     except FileNotFoundError:
         return None
     t0 = time.monotonic()
-    time.sleep(seconds)
+    while time.monotonic() - t0 < seconds and proc.poll() is None:
+        time.sleep(0.1)  # a tool that cannot run here exits at once
     if proc.poll() is not None:
         err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
         print(f"  {cmd[0]} unavailable here: {err.splitlines()[-1:] or ['exited']}",

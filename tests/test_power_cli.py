@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -43,7 +45,7 @@ def test_cmd_source_energy_is_its_watts_times_the_duration(capsys, tmp_path):
     assert table.column("mono_ns").to_pylist() == sorted(table.column("mono_ns").to_pylist())
     with duckdb.connect(str(results / "catalog.duckdb"), read_only=True) as con:
         (energy,) = con.execute(
-            "SELECT energy_j FROM energy WHERE \"window\" = 'work' AND channel = 'cmd'"
+            "SELECT energy_j FROM energy WHERE period = 'work' AND channel = 'cmd'"
         ).fetchone()
         assert energy == pytest.approx(e["energy_j"])
         assert con.execute("SELECT count(*) FROM power").fetchone()[0] == table.num_rows
@@ -290,3 +292,35 @@ def test_a_source_failing_mid_run_is_an_event_and_the_run_goes_on(capsys, tmp_pa
     assert work["steady/steady"]["avg_w"] == pytest.approx(7.0)
     assert work["cmd/cmd"]["gap_s"] > 0.2
     assert "failed polls" in r.err
+
+
+def test_a_watts_up_pro_is_read_live_from_its_serial_port(capsys, tmp_path):
+    master, slave = os.openpty()  # the meter's side and the serial device iowatt opens
+    results, sent = tmp_path / "r", bytearray()
+    stop = threading.Event()
+
+    def meter() -> None:
+        os.set_blocking(master, False)
+        while not stop.wait(0.2):
+            with contextlib.suppress(BlockingIOError):
+                sent.extend(os.read(master, 256))
+            # W 231.5, V 120.1, A 1.930 (tenths, tenths, thousandths), then 15 more fields.
+            os.write(master, b"#d,-,18,2315,1201,1930" + b",0" * 15 + b";\r\n")
+
+    thread = threading.Thread(target=meter)
+    thread.start()
+    try:
+        r = _record(capsys, results, "--source", f"meter:format=wattsup,path={os.ttyname(slave)}",
+                    "--", "sleep", "1.5")  # fmt: skip
+    finally:
+        stop.set()
+        thread.join()
+        os.close(master)
+        os.close(slave)
+    assert r.code == 0, r.err
+    assert b"#L,W,3,E,,1;" in sent  # iowatt asked the meter to stream one record a second
+    run = runs_in(results)[0]
+    assert summary(run)["power"]["work"]["meter/watts"]["avg_w"] == pytest.approx(231.5)
+    sensors = pq.read_table(run / "sensors.parquet").to_pylist()
+    assert {r["value"] for r in sensors if r["channel"] == "volts"} == {120.1}
+    assert {r["value"] for r in sensors if r["channel"] == "amps"} == {1.93}

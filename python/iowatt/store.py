@@ -149,7 +149,7 @@ CREATE TABLE IF NOT EXISTS workloads (
   nthreads INTEGER, iodepth INTEGER, directio BOOLEAN, ops BIGINT, ops_s DOUBLE, mib_s DOUBLE,
   errors BIGINT, runtime_s DOUBLE, p50_ns BIGINT, p99_ns BIGINT, max_ns BIGINT);
 CREATE TABLE IF NOT EXISTS energy (
-  run_id VARCHAR, "window" VARCHAR, source VARCHAR, channel VARCHAR, scope VARCHAR,
+  run_id VARCHAR, period VARCHAR, source VARCHAR, channel VARCHAR, scope VARCHAR,
   energy_j DOUBLE, avg_w DOUBLE, peak_w DOUBLE, duration_s DOUBLE, gap_s DOUBLE,
   idle_w DOUBLE, dynamic_j DOUBLE, j_per_op DOUBLE, j_per_byte DOUBLE);
 """
