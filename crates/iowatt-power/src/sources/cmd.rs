@@ -1,21 +1,14 @@
 //! A command run at every poll that prints the power in watts (a vendor tool, a script reading
 //! a smart plug). The first number in its output is the reading: `12.5`, `12.5 W`, `W=12.5`.
 
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::io;
+use std::process::Command;
+use std::time::Duration;
 
-use iowatt_metrics::now_ns;
-
+use super::child::{self, Finished, RunError};
 use crate::reading::{ChannelInfo, SourceStats, Unit};
 use crate::source::{ClockAnchor, LocalReading, Source};
 use crate::{PowerError, SourceConfig, SourceKind};
-
-/// Output past this is read (so the command never blocks on a full pipe) but not kept.
-const MAX_OUTPUT: usize = 64 * 1024;
 
 pub fn open(config: &SourceConfig, _anchor: ClockAnchor) -> Result<Box<dyn Source>, PowerError> {
     let SourceKind::Cmd { argv, timeout_s } = &config.kind else {
@@ -61,18 +54,22 @@ struct Cmd {
 }
 
 impl Cmd {
-    fn watts(&self) -> Result<f64, PowerError> {
+    /// The reading and when it was taken (the command's midpoint).
+    fn watts(&self) -> Result<(f64, i64), PowerError> {
         let output = self.run()?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stdout = &output.stdout;
         if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let why = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let why = output
+                .stderr
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
             return Err(PowerError::unavailable(
                 format!("command `{}` failed ({}): {why}", self.shown, output.status),
                 "run the command by hand to see why it fails",
             ));
         }
-        first_number(&stdout).ok_or_else(|| {
+        let watts = first_number(stdout).ok_or_else(|| {
             PowerError::invalid(
                 format!(
                     "command `{}` printed no number: `{}`",
@@ -81,47 +78,27 @@ impl Cmd {
                 ),
                 "the command must print the power in watts, e.g. `12.5`, `12.5 W` or `W=12.5`",
             )
-        })
+        })?;
+        Ok((watts, output.mid_ns))
     }
 
-    /// Runs the command with its output captured, killed (with its process group) if it
-    /// outlives the timeout.
-    fn run(&self) -> Result<Output, PowerError> {
-        let mut child = Command::new(&self.argv[0])
-            .args(&self.argv[1..])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| self.spawn_error(e))?;
-        let deadline = Instant::now() + self.timeout;
-        let finished = collect(&mut child, deadline);
-        let (stdout, stderr, status) = match finished {
-            Ok(Some(done)) => done,
-            Ok(None) => {
-                kill(&mut child);
-                return Err(PowerError::unavailable(
-                    format!(
-                        "command `{}` did not finish within {:.3} s",
-                        self.shown,
-                        self.timeout.as_secs_f64()
-                    ),
-                    "raise timeout_s or make the command faster",
-                ));
+    /// Runs the command, killed (with anything it started) if it outlives the timeout.
+    fn run(&self) -> Result<Finished, PowerError> {
+        let mut cmd = Command::new(&self.argv[0]);
+        cmd.args(&self.argv[1..]);
+        child::run(&mut cmd, self.timeout).map_err(|e| match e {
+            RunError::Spawn(e) => self.spawn_error(e),
+            RunError::TimedOut => PowerError::unavailable(
+                format!(
+                    "command `{}` did not finish within {:.3} s",
+                    self.shown,
+                    self.timeout.as_secs_f64()
+                ),
+                "raise timeout_s or make the command faster",
+            ),
+            RunError::Io(e) => {
+                PowerError::unavailable(format!("command `{}`: {e}", self.shown), "")
             }
-            Err(e) => {
-                kill(&mut child);
-                return Err(PowerError::unavailable(
-                    format!("command `{}`: {e}", self.shown),
-                    "",
-                ));
-            }
-        };
-        Ok(Output {
-            stdout,
-            stderr,
-            status,
         })
     }
 
@@ -139,89 +116,6 @@ impl Cmd {
             _ => PowerError::unavailable(format!("command `{program}` cannot be run: {e}"), ""),
         }
     }
-}
-
-struct Output {
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    status: ExitStatus,
-}
-
-type Finished = (Vec<u8>, Vec<u8>, ExitStatus);
-
-/// Reads stdout and stderr together with poll(2) until both close, then reaps the child;
-/// `None` when the deadline passes first.
-fn collect(child: &mut Child, deadline: Instant) -> io::Result<Option<Finished>> {
-    let mut pipes: [Option<File>; 2] = [
-        child.stdout.take().map(|p| File::from(OwnedFd::from(p))),
-        child.stderr.take().map(|p| File::from(OwnedFd::from(p))),
-    ];
-    let mut bufs = [Vec::new(), Vec::new()];
-    let mut chunk = [0u8; 4096];
-    while pipes.iter().any(Option::is_some) {
-        // A negative fd is ignored by poll(2): a closed pipe keeps its slot.
-        let mut fds = pipes.each_ref().map(|p| libc::pollfd {
-            fd: p.as_ref().map_or(-1, |f| f.as_raw_fd()),
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        let Some(left) = remaining_ms(deadline) else {
-            return Ok(None);
-        };
-        // SAFETY: `fds` is a valid array of pollfd of the given length.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, left) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        for ((pipe, buf), pfd) in pipes.iter_mut().zip(bufs.iter_mut()).zip(&fds) {
-            let Some(file) = pipe else { continue };
-            if pfd.revents == 0 {
-                continue;
-            }
-            match file.read(&mut chunk) {
-                Ok(0) => *pipe = None,
-                Ok(k) => {
-                    let keep = k.min(MAX_OUTPUT.saturating_sub(buf.len()));
-                    buf.extend_from_slice(&chunk[..keep]);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    // Both pipes closed; the process is exiting or has exited.
-    loop {
-        if let Some(status) = child.try_wait()? {
-            let [out, err] = bufs;
-            return Ok(Some((out, err, status)));
-        }
-        if remaining_ms(deadline).is_none() {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn remaining_ms(deadline: Instant) -> Option<i32> {
-    let left = deadline.checked_duration_since(Instant::now())?;
-    if left.is_zero() {
-        return None;
-    }
-    Some(left.as_millis().clamp(1, i32::MAX as u128) as i32)
-}
-
-/// Kills the command and anything it started (it leads its own process group), then reaps it.
-fn kill(child: &mut Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // SAFETY: signalling a process group we created; failure (already gone) is harmless.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// The first number that stands on its own: `12.5 W`, `W=12.5`, `-3e2`; the `1` of `power1`
@@ -308,11 +202,9 @@ impl Source for Cmd {
     fn poll(&mut self, out: &mut Vec<LocalReading>) -> Result<(), PowerError> {
         // The command measured somewhere between its start and its exit, which can be tens of
         // ms apart on a busy machine: the midpoint is the best stamp.
-        let started = now_ns() as i64;
-        let value = self.watts()?;
-        let ended = now_ns() as i64;
+        let (value, mono_ns) = self.watts()?;
         out.push(LocalReading {
-            mono_ns: started + (ended - started) / 2,
+            mono_ns,
             channel: 0,
             value,
         });

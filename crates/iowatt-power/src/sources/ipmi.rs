@@ -169,7 +169,7 @@ impl Ipmi {
                     why: format!("no answer within {t} s"),
                 });
             }
-            Err(RunError::Spawn(e)) => {
+            Err(RunError::Spawn(e) | RunError::Io(e)) => {
                 return Err(Failure {
                     error: PowerError::unavailable(
                         format!("cannot run `{}`: {e}", self.tool.program.display()),

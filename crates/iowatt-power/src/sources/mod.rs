@@ -1,5 +1,6 @@
 //! One module per interface.
 
+mod child;
 pub mod cmd;
 pub mod hwmon;
 pub mod ipmi;
