@@ -18,7 +18,7 @@ the real machine (each measured as the CPU time of its process):
 
 - ``turbostat --quiet --interval 0.01 --show PkgWatt`` (linux-cpupower; needs MSRs, so not in
   a VM), or
-- ``powerstat -R 0.01`` (powerstat; needs RAPL).
+- ``powerstat -R 0.5`` (powerstat; needs RAPL; 0.5 s is its finest interval).
 
 The baseline peer that always works is a shell loop that ``cat``s the same fixture files 100
 times a second, the simplest sampler one could write. Goal: iowatt ≤ 1 % of a core.
@@ -136,7 +136,7 @@ def main() -> None:
         peers = {
             "shell cat loop": shell_loop,
             "turbostat": ["turbostat", "--quiet", "--interval", "0.01", "--show", "PkgWatt"],
-            "powerstat": ["powerstat", "-R", "0.01", "1000000"],
+            "powerstat": ["powerstat", "-R", "0.5", "1000000"],  # its finest interval
         }
         results: dict[str, list[float]] = {"iowatt": []}
         try:
