@@ -189,16 +189,6 @@ class Recording:
         """Moves what the sampler collected into Python (call every ~0.5 s on long runs)."""
         self._chunks.append(self._rec.drain())
 
-    def latest_watts(self) -> dict[str, float]:
-        """The last reading of each watts channel so far (for a live display)."""
-        out: dict[str, float] = {}
-        for chunk in self._chunks[-2:]:
-            for ch, v in zip(chunk["channel"], chunk["value"], strict=True):
-                c = self.channels[ch]
-                if c["unit"] == "W":
-                    out[f"{c['source']}/{c['channel']}"] = v
-        return out
-
     def stop(self) -> PowerData:
         self._rec.stop()
         self.drain()
@@ -316,21 +306,18 @@ class PowerData:
         return pa.table(cols, schema=SENSOR_SCHEMA)
 
     def events_table(self, run_id: str, t0_ns: int) -> pa.Table:
-        return events_table(run_id, t0_ns, self.events)
-
-
-def events_table(run_id: str, t0_ns: int, events: list[dict[str, Any]]) -> pa.Table:
-    return pa.table(
-        {
-            "run_id": [run_id] * len(events),
-            "mono_ns": [e["mono_ns"] for e in events],
-            "t_s": [(e["mono_ns"] - t0_ns) / 1e9 for e in events],
-            "source": [e["source"] for e in events],
-            "kind": [e["kind"] for e in events],
-            "message": [e["message"] for e in events],
-        },
-        schema=EVENT_SCHEMA,
-    )
+        events = self.events
+        return pa.table(
+            {
+                "run_id": [run_id] * len(events),
+                "mono_ns": [e["mono_ns"] for e in events],
+                "t_s": [(e["mono_ns"] - t0_ns) / 1e9 for e in events],
+                "source": [e["source"] for e in events],
+                "kind": [e["kind"] for e in events],
+                "message": [e["message"] for e in events],
+            },
+            schema=EVENT_SCHEMA,
+        )
 
 
 def _nullable(a: np.ndarray) -> list[float | None]:
