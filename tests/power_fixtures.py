@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 
@@ -50,15 +50,14 @@ def make_rapl(root: Path, max_range_uj: int = 262_143_328_850) -> dict[str, Path
 
 
 @contextmanager
-def counting(zone: Path, watts: float, max_range_uj: int, hz: float = 200.0) -> Iterator[None]:
-    """Advances a zone's energy_uj at ``watts`` (wrapping) until the block ends."""
+def every(period_s: float, tick: Callable[[], None]) -> Iterator[None]:
+    """Calls ``tick`` every ``period_s`` on a thread until the block ends: a device counting,
+    a logger writing, a meter streaming."""
     stop = threading.Event()
-    start = time.monotonic()
 
     def run() -> None:
-        while not stop.wait(1 / hz):
-            uj = int((time.monotonic() - start) * watts * 1e6)
-            write_in_place(zone / "energy_uj", uj % max_range_uj)
+        while not stop.wait(period_s):
+            tick()
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
@@ -67,6 +66,42 @@ def counting(zone: Path, watts: float, max_range_uj: int, hz: float = 200.0) -> 
     finally:
         stop.set()
         thread.join()
+
+
+def counting(
+    path: Path, watts: float, max_range_uj: int | None = None
+) -> AbstractContextManager[None]:
+    """Advances an energy counter (µJ) at ``watts``, wrapping at ``max_range_uj``, 200 times a
+    second until the block ends."""
+    start = time.monotonic()
+
+    def tick() -> None:
+        uj = int((time.monotonic() - start) * watts * 1e6)
+        write_in_place(path, uj % max_range_uj if max_range_uj else uj)
+
+    return every(0.005, tick)
+
+
+# Two disks on a shunt rig, and a server channel: the map of the power study's set-up.
+TWO_DISKS = """
+shunt_ohms = 0.1
+
+[disks.sdb]
+v12_shunt = "s12_b"
+v12_drive = "d12_b"
+v5_shunt = "s5_b"
+v5_drive = 5.0
+
+[disks.sdc]
+v12_shunt = "s12_c"
+v12_drive = 12.0
+v5_shunt = "s5_c"
+v5_drive = "d5_c"
+shunt_ohms = 0.2
+
+[server]
+watts = "server"
+"""
 
 
 def make_hwmon(root: Path) -> Path:

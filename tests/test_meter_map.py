@@ -9,26 +9,7 @@ import pytest
 
 from iowatt import meter_map
 from iowatt.errors import ConfigError, MeterFormatError
-
-TWO_DISKS = """
-shunt_ohms = 0.1
-
-[disks.sdb]
-v12_shunt = "s12_b"
-v12_drive = "d12_b"
-v5_shunt = "s5_b"
-v5_drive = 5.0
-
-[disks.sdc]
-v12_shunt = "s12_c"
-v12_drive = 12.0
-v5_shunt = "s5_c"
-v5_drive = "d5_c"
-shunt_ohms = 0.2
-
-[server]
-watts = "server"
-"""
+from power_fixtures import TWO_DISKS
 
 
 def test_two_disks_match_a_hand_calculation(tmp_path: Path) -> None:

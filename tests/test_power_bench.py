@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
+from power_fixtures import every
 
 
 def test_bench_with_power_has_energy_per_operation_and_a_power_plot(capsys, tmp_path):
@@ -112,21 +112,14 @@ def test_a_meter_log_is_imported_into_a_finished_bench(capsys, tmp_path):
     target.mkdir()
     (tmp_path / "wall.toml").write_text('[watts]\nwall = "W"\n')
     log.write_text("time,W\n")
-    stop = threading.Event()
 
     def wall_meter() -> None:  # logs 231.5 W ten times a second on its own clock
-        while not stop.wait(0.1):
-            with open(log, "a") as f:
-                f.write(f"{time.time():.3f},231.5\n")
+        with open(log, "a") as f:
+            f.write(f"{time.time():.3f},231.5\n")
 
-    thread = threading.Thread(target=wall_meter)
-    thread.start()
-    try:
+    with every(0.1, wall_meter):
         r = iowatt(capsys, "bench", "randomread", "--runtime", "2s", "--filesize", "8m",
                    "--target", target, "--results", results, "--quiet")  # fmt: skip
-    finally:
-        stop.set()
-        thread.join()
     assert r.code == 0, r.err
     source = f"meter:name=wall,path={log},map={tmp_path / 'wall.toml'}"
     r = iowatt(capsys, "power", "import", "latest", "--source", source, "--results", results)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import duckdb
@@ -15,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
-from power_fixtures import counting, make_hwmon, make_rapl, write_in_place
+from power_fixtures import TWO_DISKS, counting, every, make_hwmon, make_rapl
 
 
 def _record(capsys, results: Path, *args: str | Path):
@@ -84,7 +82,10 @@ def test_rapl_counters_wrapping_during_the_run_give_the_right_energy(capsys, tmp
     zones = make_rapl(tmp_path / "sys", max_range)
     results = tmp_path / "r"
     root = tmp_path / "sys/class/powercap"
-    with counting(zones["package-0"], 50.0, max_range), counting(zones["psys"], 80.0, max_range):
+    with (
+        counting(zones["package-0"] / "energy_uj", 50.0, max_range),
+        counting(zones["psys"] / "energy_uj", 80.0, max_range),
+    ):
         r = _record(capsys, results, "--source", f"rapl:root={root}", "--hz", "20",
                     "--", "sleep", "2")  # fmt: skip
     assert r.code == 0, r.err
@@ -128,21 +129,9 @@ def test_hwmon_power_energy_and_sensors(capsys, tmp_path):
     cls = make_hwmon(tmp_path / "sys")
     ina = tmp_path / "sys/devices/platform/i2c-1/1-0040/hwmon/hwmon3"
     results = tmp_path / "r"
-    stop = threading.Event()
-
-    def count() -> None:  # the INA226's energy counter at 10.234 W
-        t0 = time.monotonic()
-        while not stop.wait(0.005):
-            write_in_place(ina / "energy1_input", int((time.monotonic() - t0) * 10.234e6))
-
-    thread = threading.Thread(target=count)
-    thread.start()
-    try:
+    with counting(ina / "energy1_input", 10.234):  # the INA226's energy counter
         r = _record(capsys, results, "--source", f"hwmon:root={cls}", "--hz", "20",
                     "--", "sleep", "1")  # fmt: skip
-    finally:
-        stop.set()
-        thread.join()
     assert r.code == 0, r.err
     run = runs_in(results)[0]
     work = summary(run)["power"]["work"]
@@ -159,55 +148,31 @@ def test_hwmon_power_energy_and_sensors(capsys, tmp_path):
 
 # --- meters -------------------------------------------------------------------------------------
 
-MAP = """
-shunt_ohms = 0.1
-[disks.sdb]
-v12_shunt = "s12_b"
-v12_drive = "d12_b"
-v5_shunt = "s5_b"
-v5_drive = 5.0
-[disks.sdc]
-v12_shunt = "s12_c"
-v12_drive = 12.0
-v5_shunt = "s5_c"
-v5_drive = "d5_c"
-[server]
-watts = "server"
-"""
 HEADER = "time,s12_b,d12_b,s5_b,s12_c,s5_c,d5_c,server"
-LINE = "{t:.3f},0.05,11.9,0.06,0.08,0.04,4.95,150.0"
+LINE = "{t:.3f},0.05,11.9,0.06,0.16,0.08,4.95,150.0"
 
 
-@contextmanager
-def logging_meter(log: Path, hz: float = 10.0) -> Iterator[None]:
-    """A multimeter's logger appending one line per sample with an epoch timestamp."""
+def logging_meter(log: Path) -> AbstractContextManager[None]:
+    """A multimeter's logger appending ten lines a second with epoch timestamps."""
     log.write_text(HEADER + "\n")
-    stop = threading.Event()
 
-    def run() -> None:
-        while not stop.wait(1 / hz):
-            with open(log, "a") as f:
-                f.write(LINE.format(t=time.time()) + "\n")
+    def tick() -> None:
+        with open(log, "a") as f:
+            f.write(LINE.format(t=time.time()) + "\n")
 
-    thread = threading.Thread(target=run)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+    return every(0.1, tick)
 
 
 def test_two_disk_shunt_rig_matches_a_hand_calculation(capsys, tmp_path):
     log, cmap, results = tmp_path / "meter.csv", tmp_path / "disks.toml", tmp_path / "r"
-    cmap.write_text(MAP)
+    cmap.write_text(TWO_DISKS)
     with logging_meter(log):
         r = _record(capsys, results, "--source", f"meter:path={log},map={cmap}",
                     "--", "sleep", "2")  # fmt: skip
     assert r.code == 0, r.err
     run = runs_in(results)[0]
     # By hand: sdb = 0.05/0.1 × 11.9 + 0.06/0.1 × 5 = 5.95 + 3 = 8.95 W;
-    # sdc = 0.08/0.1 × 12 + 0.04/0.1 × 4.95 = 9.6 + 1.98 = 11.58 W;
+    # sdc (0.2 Ω) = 0.16/0.2 × 12 + 0.08/0.2 × 4.95 = 9.6 + 1.98 = 11.58 W;
     # disks = 20.53 W; total = disks + server 150 W = 170.53 W.
     expected = {"meter/disk:sdb:12v": 5.95, "meter/disk:sdb:5v": 3.0, "meter/disk:sdb": 8.95,
                 "meter/disk:sdc": 11.58, "meter/disks": 20.53, "meter/server": 150.0,
@@ -296,25 +261,20 @@ def test_a_source_failing_mid_run_is_an_event_and_the_run_goes_on(capsys, tmp_pa
 
 def test_a_watts_up_pro_is_read_live_from_its_serial_port(capsys, tmp_path):
     master, slave = os.openpty()  # the meter's side and the serial device iowatt opens
+    os.set_blocking(master, False)
     results, sent = tmp_path / "r", bytearray()
-    stop = threading.Event()
 
     def meter() -> None:
-        os.set_blocking(master, False)
-        while not stop.wait(0.2):
-            with contextlib.suppress(BlockingIOError):
-                sent.extend(os.read(master, 256))
-            # W 231.5, V 120.1, A 1.930 (tenths, tenths, thousandths), then 15 more fields.
-            os.write(master, b"#d,-,18,2315,1201,1930" + b",0" * 15 + b";\r\n")
+        with contextlib.suppress(BlockingIOError):
+            sent.extend(os.read(master, 256))
+        # W 231.5, V 120.1, A 1.930 (tenths, tenths, thousandths), then 15 more fields.
+        os.write(master, b"#d,-,18,2315,1201,1930" + b",0" * 15 + b";\r\n")
 
-    thread = threading.Thread(target=meter)
-    thread.start()
     try:
-        r = _record(capsys, results, "--source", f"meter:format=wattsup,path={os.ttyname(slave)}",
-                    "--", "sleep", "1.5")  # fmt: skip
+        with every(0.2, meter):
+            source = f"meter:format=wattsup,path={os.ttyname(slave)}"
+            r = _record(capsys, results, "--source", source, "--", "sleep", "1.5")
     finally:
-        stop.set()
-        thread.join()
         os.close(master)
         os.close(slave)
     assert r.code == 0, r.err
