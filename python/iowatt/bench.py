@@ -34,7 +34,7 @@ from iowatt.fileio import (
 from iowatt.hostinfo import host_facts
 from iowatt.power import DEFAULT_HZ, PowerData, Recording, SourceSpec
 from iowatt.power_run import write_power_files
-from iowatt.power_summary import Window, summarize
+from iowatt.power_summary import Window, span, summarize
 from iowatt.store import RunWriter, index_run, new_run_id
 from iowatt.summary import fio_job, interval_table, latency_table, workload_summary
 from iowatt.target import check_block_target, check_dir_target, check_free_space, supports_odirect
@@ -392,10 +392,7 @@ class _Power:
         if self.config.idle_s > 0:
             reporter.warn(f"measuring idle power for {self.config.idle_s:g} s before the work")
             start = self.rec.mark("idle")
-            end = time.monotonic() + self.config.idle_s
-            while (left := end - time.monotonic()) > 0:
-                time.sleep(min(left, POLL_S * 5))
-                self.rec.drain()
+            self.rec.wait(self.config.idle_s)
             self.idle = Window(start, time.monotonic_ns())
         self.rec.mark("work")
 
@@ -421,12 +418,7 @@ class _Power:
             for o in outcomes
             if o.result["measured_ns"] > 0
         }
-        if windows:
-            ws = list(windows.values())
-            work = Window(ws[0].start_ns, ws[-1].end_ns,
-                          sum(w.ops or 0 for w in ws), sum(w.bytes or 0 for w in ws))  # fmt: skip
-        else:
-            work = Window(self.t0, self.t0)
+        work = span(list(windows.values())) if windows else Window(self.t0, self.t0)
         return summarize(self.data, self.t0, work, self.idle, windows)
 
 

@@ -36,15 +36,16 @@ class Mount:
     source: str
 
 
-def host_facts(target: Path) -> dict[str, Any]:
-    """Return the ``host`` section of ``manifest.json`` for a run against ``target``."""
+def host_facts(target: Path | None) -> dict[str, Any]:
+    """Return the ``host`` section of ``manifest.json`` for a run against ``target`` (``None``
+    for runs without one, such as ``iowatt power record``)."""
     return {
         "hostname": socket.gethostname(),
         "kernel": platform.release() or None,
         "cpu_model": cpu_model(),
         "ncpus": os.cpu_count(),
         "mem_bytes": mem_bytes(),
-        "target": target_facts(target),
+        "target": target_facts(target) if target is not None else None,
     }
 
 

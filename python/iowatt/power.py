@@ -11,6 +11,7 @@ Energy arithmetic is in :mod:`iowatt.energy`; meter channel maps in :mod:`iowatt
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,8 +109,6 @@ def _set_option(spec: SourceSpec, key: str, value: str) -> None:
     elif key in ("port", "cipher_suite"):
         spec.options[key] = int(_positive(value, key.replace("_", "-")))
     elif key == "command":
-        import shlex
-
         spec.options["argv"] = shlex.split(value)
     elif key in _OPTIONS[spec.kind]:
         spec.options[key] = value
@@ -188,6 +187,13 @@ class Recording:
     def drain(self) -> None:
         """Moves what the sampler collected into Python (call every ~0.5 s on long runs)."""
         self._chunks.append(self._rec.drain())
+
+    def wait(self, seconds: float) -> None:
+        """Sleeps while the sources sample (an idle baseline), draining as it goes."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, DRAIN_S))
+            self.drain()
 
     def stop(self) -> PowerData:
         self._rec.stop()

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from iowatt.errors import ConfigError
 from iowatt.power import DEFAULT_HZ, Recording, SourceSpec
-from iowatt.power_summary import Window, headline, summarize
+from iowatt.power_summary import Window, headline, span, summarize
 from iowatt.store import index_run, read_manifest, read_summary
 
 
@@ -91,10 +91,7 @@ def _windows(
             f"run `{run_dir.name}` measured nothing to attribute energy to",
             "import the log into a run with measured workloads",
         )
-    ws = list(workloads.values())
-    work = Window(ws[0].start_ns, ws[-1].end_ns, sum(w.ops or 0 for w in ws),
-                  sum(w.bytes or 0 for w in ws))  # fmt: skip
-    return work, None, workloads
+    return span(list(workloads.values())), None, workloads
 
 
 def _phase_marks(run_dir: Path) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from iowatt import __version__
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
-from iowatt.hostinfo import cpu_model
+from iowatt.hostinfo import host_facts
 from iowatt.power import DEFAULT_HZ, DRAIN_S, PowerData, Recording, SourceSpec
 from iowatt.power_summary import Window, summarize
 from iowatt.store import RunWriter, index_run, new_run_id
@@ -65,7 +65,7 @@ def record(config: RecordConfig, on_phase: Callable[[str], None] | None = None) 
         if config.idle_s > 0:
             _phase(on_phase, f"measuring idle power for {config.idle_s:g} s")
             idle_start = rec.mark("idle")
-            _sleep_draining(rec, config.idle_s)
+            rec.wait(config.idle_s)
             idle = Window(idle_start, time.monotonic_ns())
         work_start = rec.mark("work")
         proc = subprocess.Popen(config.command)
@@ -111,7 +111,7 @@ def record(config: RecordConfig, on_phase: Callable[[str], None] | None = None) 
             "idle_s": config.idle_s,
             "sources": [s.describe() for s in config.sources],
         },
-        "host": _host(),
+        "host": host_facts(None),
     }
     run_dir = commit_power_run(writer, manifest, summary, data, t0, config.report)
     if failure is not None:
@@ -124,27 +124,11 @@ def _phase(on_phase: Callable[[str], None] | None, message: str) -> None:
         on_phase(message)
 
 
-def _sleep_draining(rec: Recording, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while (left := end - time.monotonic()) > 0:
-        time.sleep(min(left, DRAIN_S))
-        rec.drain()
-
-
 def _exit_status(code: int | None) -> int:
     # As a shell reports it: a command killed by signal N exits 128 + N.
     if code is None:
         return 1
     return 128 - code if code < 0 else code
-
-
-def _host() -> dict[str, Any]:
-    import os
-    import platform
-    import socket
-
-    return {"hostname": socket.gethostname(), "kernel": platform.release(),
-            "cpu_model": cpu_model(), "ncpus": os.cpu_count()}  # fmt: skip
 
 
 def write_power_files(writer: RunWriter, data: PowerData, t0_ns: int) -> None:

@@ -30,6 +30,16 @@ class Window:
     bytes: int | None = None
 
 
+def span(windows: list[Window]) -> Window:
+    """The window from the first to the last of ``windows`` (in order), with their work."""
+    return Window(
+        windows[0].start_ns,
+        windows[-1].end_ns,
+        sum(w.ops or 0 for w in windows),
+        sum(w.bytes or 0 for w in windows),
+    )
+
+
 def summarize(
     data: PowerData,
     t0_ns: int,

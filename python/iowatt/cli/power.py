@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from iowatt import power_run
+from iowatt.errors import ConfigError
 from iowatt.power import DEFAULT_HZ, parse_source
 from iowatt.power_import import import_logs
 from iowatt.power_summary import warnings
@@ -53,8 +54,6 @@ def record(
     Example: iowatt power record --source rapl --source ipmi --hz 10 -- make -j8
     """
     if hz <= 0:
-        from iowatt.errors import ConfigError
-
         raise ConfigError(f"--hz `{hz:g}` must be positive", "e.g. --hz 10")
     config = power_run.RecordConfig(
         command=list(command),

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+
 from iowatt.histogram import cdf, percentile
 from iowatt.report import plots
 from iowatt.report.load import Run
@@ -277,8 +279,6 @@ def _throughput_since(run: Run, t0_ns: int) -> tuple[Any, Any] | None:
         ys.append(series["ops_s"])
     if not xs:
         return None
-    import numpy as np
-
     x, y = np.concatenate(xs), np.concatenate(ys)
     order = np.argsort(x)
     return x[order], y[order]
