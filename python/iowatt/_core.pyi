@@ -6,6 +6,7 @@ __all__ = [
     "PowerRecorder",
     "WorkloadRun",
     "__version__",
+    "ipmitool_command",
     "parse_duration_ns",
     "parse_size",
 ]
@@ -15,6 +16,7 @@ PERSONALITIES: list[str]
 
 def parse_size(text: str) -> int: ...
 def parse_duration_ns(text: str) -> int: ...
+def ipmitool_command(source_json: str) -> dict[str, Any]: ...
 
 @final
 class WorkloadRun:

@@ -14,6 +14,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(units::parse_duration_ns, m)?)?;
     m.add_class::<workload::WorkloadRun>()?;
     m.add_class::<power::PowerRecorder>()?;
+    m.add_function(wrap_pyfunction!(power::ipmitool_command, m)?)?;
     m.add(
         "PERSONALITIES",
         iowatt_workload::personality::PERSONALITIES.to_vec(),

@@ -134,3 +134,24 @@ impl PowerRecorder {
             .collect()
     }
 }
+
+/// How to run ipmitool against an IPMI source's BMC (a `SourceConfig` as JSON): a dict with
+/// `program`, `args` (connection options, no secret), `password` (for `IPMI_PASSWORD`, or
+/// None) and `bmc` (its name in messages). Raises like opening the source would.
+#[pyfunction]
+pub fn ipmitool_command<'py>(py: Python<'py>, source_json: &str) -> PyResult<Bound<'py, PyDict>> {
+    let config: iowatt_power::SourceConfig = serde_json::from_str(source_json)
+        .map_err(|e| raise(py, "ConfigError", format!("invalid IPMI source: {e}"), None))?;
+    let cl = iowatt_power::sources::ipmi::command_line(&config).map_err(|e| from_power(py, &e))?;
+    let d = PyDict::new(py);
+    d.set_item("program", cl.program.to_string_lossy())?;
+    let args: Vec<String> = cl
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    d.set_item("args", args)?;
+    d.set_item("password", cl.password)?;
+    d.set_item("bmc", cl.bmc)?;
+    Ok(d)
+}

@@ -15,6 +15,7 @@ mod sdr;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use self::login::{find_program, login, LOCAL};
@@ -32,7 +33,19 @@ const MAX_EXAMPLES: usize = 10;
 /// Sensors without a reading at open that the warning names before "and N more".
 const NAMED_SKIPS: usize = 6;
 
-pub fn open(config: &SourceConfig, _anchor: ClockAnchor) -> Result<Box<dyn Source>, PowerError> {
+/// How to reach an IPMI source's BMC with ipmitool, checked (program found, credentials
+/// readable); the sweep's fan driver runs its vendor commands through the same connection.
+pub struct CommandLine {
+    pub program: PathBuf,
+    /// Connection options (`-I lanplus -H … -C 3 -E`); never a secret.
+    pub args: Vec<OsString>,
+    /// For the child's `IPMI_PASSWORD` when the password came from `password_env`.
+    pub password: Option<String>,
+    /// "the BMC at `host:port`" or "the local BMC", for messages.
+    pub bmc: String,
+}
+
+pub fn command_line(config: &SourceConfig) -> Result<CommandLine, PowerError> {
     let SourceKind::Ipmi {
         ipmitool,
         interface,
@@ -41,10 +54,47 @@ pub fn open(config: &SourceConfig, _anchor: ClockAnchor) -> Result<Box<dyn Sourc
         user,
         password_env,
         password_file,
+        cipher_suite,
+        ..
+    } = &config.kind
+    else {
+        return Err(PowerError::invalid(
+            format!("source `{}` is not an IPMI source", config.name),
+            "give kind ipmi",
+        ));
+    };
+    let program = find_program(ipmitool)?;
+    let mut login = login(
+        interface,
+        host.as_deref(),
+        *port,
+        user.as_deref(),
+        password_env.as_deref(),
+        password_file.as_deref(),
+    )?;
+    if let Some(suite) = cipher_suite {
+        if interface != "lanplus" {
+            return Err(PowerError::invalid(
+                format!("cipher_suite `{suite}` applies to interface lanplus only"),
+                "drop cipher_suite, or use interface=lanplus",
+            ));
+        }
+        login.args.extend(["-C".into(), suite.to_string().into()]);
+    }
+    Ok(CommandLine {
+        program,
+        args: login.args,
+        password: login.password,
+        bmc: login.bmc,
+    })
+}
+
+pub fn open(config: &SourceConfig, _anchor: ClockAnchor) -> Result<Box<dyn Source>, PowerError> {
+    let SourceKind::Ipmi {
         dcmi,
         sdr,
         timeout_s,
-        cipher_suite,
+        ..
     } = &config.kind
     else {
         unreachable!("ipmi::open called with another kind of source");
@@ -67,31 +117,14 @@ pub fn open(config: &SourceConfig, _anchor: ClockAnchor) -> Result<Box<dyn Sourc
             "give timeout_s in seconds, e.g. 10",
         ));
     }
-    let program = find_program(ipmitool)?;
-    let mut login = login(
-        interface,
-        host.as_deref(),
-        *port,
-        user.as_deref(),
-        password_env.as_deref(),
-        password_file.as_deref(),
-    )?;
-    if let Some(suite) = cipher_suite {
-        if interface != "lanplus" {
-            return Err(PowerError::invalid(
-                format!("cipher_suite `{suite}` applies to interface lanplus only"),
-                "drop cipher_suite, or use interface=lanplus",
-            ));
-        }
-        login.args.extend(["-C".into(), suite.to_string().into()]);
-    }
+    let cl = command_line(config)?;
     let mut source = Ipmi {
         name: config.name.clone(),
-        bmc: login.bmc,
+        bmc: cl.bmc,
         tool: Ipmitool {
-            program,
-            login: login.args,
-            password: login.password,
+            program: cl.program,
+            login: cl.args,
+            password: cl.password,
             timeout: Duration::from_secs_f64(*timeout_s),
         },
         dcmi: false,
