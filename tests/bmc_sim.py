@@ -1,4 +1,4 @@
-"""A simulated BMC on 127.0.0.1: OpenIPMI's ``ipmi_sim`` with iowatt's DCMI plugin.
+"""A simulated BMC on 127.0.0.1: OpenIPMI's ``ipmi_sim`` with iowatt's DCMI and fan plugins.
 
 The ``bmc`` fixture starts one per test, reachable with ``ipmitool -I lanplus`` (user and
 password below, the password from ``IPMI_PASSWORD`` with ``-E`` or from ``password_file``).
@@ -9,11 +9,29 @@ password below, the password from ``IPMI_PASSWORD`` with ``-E`` or from ``passwo
 - SDR sensors (``bmc/bmc.sdrs``, ``bmc/bmc.emu``): a power sensor in watts, two fans, two
   temperatures, a 12 V rail and a current, all read from files that ipmi_sim polls every second
   (``wait_for_sensors`` waits for them), two temperatures without a reading and a discrete sensor.
+- Fan firmware: ``bmc/fan_firmware.c`` answers the vendor OEM fan commands (netfn 0x30) of Dell
+  iDRACs (cmd 0x30: ``01 00`` manual, ``01 01`` automatic, ``02 ff DD`` duty DD %) and
+  Supermicro BMCs (cmd 0x45: ``00`` get mode, ``01 MM`` set mode 0 standard / 1 full /
+  2 optimal / 4 heavy IO; cmd 0x70: ``66 01 ZZ DD`` zone 0/1 duty, ``66 00 ZZ`` get it),
+  0xc7 for a wrong length, 0xcc for a bad value. Its duty drives FAN1, FAN2 and CPU Temp
+  (``fan_firmware_readings``): from the first accepted command that sets state, every such
+  command rewrites their value files, overriding ``set_fan(…)``/``set_temp(1, …)``, and
+  ``fans.state``. ``fan_state()`` is that state as a dict (``{}`` before any command), e.g.
+  ``{"mode": "manual", "duty": "30", "dell_manual": "1", "smc_mode": "0", "zone0": "50",
+  "zone1": "50"}`` (``duty``: the effective one; ``zoneN``: the duty last set for zone N);
+  ``fan_log()`` lists the accepted commands, gets included (``"dell manual"``, ``"dell duty
+  30"``, ``"dell fan 2 duty 30"``, ``"dell auto"``, ``"smc get mode"``, ``"smc mode 1"``,
+  ``"smc zone 0 duty 60"``, ``"smc get zone 0"``; ``"reset"`` when ipmi_sim restarted, back in
+  automatic mode). ``set_thermal(base, slope)`` sets the CPU temperature model from the next
+  command on.
 - ipmi_sim 2.0.33 drops the "Get Channel Cipher Suites" request ipmitool >= 1.8.19 sends before
   each lanplus session (OpenIPMI fixed it later, commit b817f761), so ipmitool would wait ~10 s
   on every run: naming cipher suite 3 (``-C 3``; the source's ``cipher_suite``) skips it.
-- ``stop()``/``start()`` take the BMC away and back on the same port; ``unused_udp_port()`` is
-  a port nothing answers on.
+- ``stop()``/``start()`` take the BMC away and back on the same port (a restart: the fan
+  firmware forgets its state); ``pause()``/``resume()`` freeze it (SIGSTOP/SIGCONT) so it stops
+  answering but keeps its state; ``unused_udp_port()`` is a port nothing answers on.
+- ``connection_options()``: interface, cipher_suite, host, port, user and password_file to reach
+  the BMC with ipmitool; ``source_options()`` adds ``"kind": "ipmi"`` for an iowatt power source.
 
 Needs ``ipmi_sim`` and ``sdrcomp`` (Debian ``openipmi``), ``ipmitool``, ``gcc`` and the OpenIPMI
 headers (``libopenipmi-dev``); skips without them.
@@ -21,8 +39,10 @@ headers (``libopenipmi-dev``); skips without them.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
+import signal
 import socket
 import string
 import subprocess
@@ -49,6 +69,10 @@ AMPS_SENSOR = "PSU1 Current"
 # SDR sensors that never have a reading ("No Reading", "Disabled") and a discrete one.
 UNREADABLE = ("DIMM Temp", "Exhaust Temp")
 DISCRETE = "PSU1 Status"
+# The fan firmware's automatic duty (%), and the CPU temperature model without thermal.val.
+AUTO_DUTY = 50
+THERMAL_BASE = 30.0
+THERMAL_SLOPE = 0.5
 
 
 @dataclass(frozen=True)
@@ -63,9 +87,9 @@ class _Writable:
     step: float
     initial: float
 
-    def raw(self, value: float) -> int:
-        scaled = max(round(value * self.per_unit), 0)
-        return min((scaled + self.div // 2) // self.div, 255)
+    def raw(self, scaled: int) -> int:
+        """The raw byte of the file's integer ``scaled``."""
+        return min((max(scaled, 0) + self.div // 2) // self.div, 255)
 
 
 _WRITABLE = {
@@ -77,6 +101,16 @@ _WRITABLE = {
     VOLTS_SENSOR: _Writable("volt1.val", 1000, 60, 0.06, 12.0),
     AMPS_SENSOR: _Writable("curr1.val", 1000, 100, 0.1, 3.5),
 }
+
+
+def fan_firmware_readings(
+    duty: int, base: float = THERMAL_BASE, slope: float = THERMAL_SLOPE
+) -> dict[str, int]:
+    """What FAN1, FAN2 (rpm) and CPU Temp (°C) read when the fan firmware runs at ``duty`` %
+    with the thermal model ``base``/``slope``: the rounding of fan_firmware.c, halves up."""
+    fan1 = (600 + 96 * duty + 25) // 50 * 50
+    temp = min(max(math.floor(base + slope * (100 - duty) + 0.5), 0), 255)
+    return {FANS[0]: fan1, FANS[1]: (fan1 * 93 + 2500) // 5000 * 50, TEMPS[0]: temp}
 
 
 def missing_tools() -> list[str]:
@@ -106,12 +140,20 @@ class PortTaken(Exception):
     """ipmi_sim could not bind its port (taken since ``unused_udp_port`` chose it)."""
 
 
+@dataclass(frozen=True)
+class BmcPlugins:
+    """The compiled ipmi_sim plugins."""
+
+    dcmi_power: Path
+    fan_firmware: Path
+
+
 @dataclass
 class BmcSim:
     """A running ipmi_sim; see the module docstring."""
 
     workdir: Path
-    plugin: Path
+    plugins: BmcPlugins
     port: int
     host: str = HOST
     user: str = USER
@@ -124,8 +166,6 @@ class BmcSim:
     unreadable: tuple[str, ...] = UNREADABLE
     discrete: str = DISCRETE
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    # The raw byte each writable SDR sensor will read once ipmi_sim has polled its file.
-    _raw: dict[str, int] = field(default_factory=dict, repr=False)
 
     @property
     def password_file(self) -> Path:
@@ -158,10 +198,10 @@ class BmcSim:
             check=False,
         )
 
-    def source_options(self) -> dict[str, Any]:
-        """Options of an iowatt ``ipmi`` power source reading this BMC."""
+    def connection_options(self) -> dict[str, Any]:
+        """How ipmitool reaches this BMC: interface, cipher_suite, host, port, user and
+        password_file (what an iowatt IPMI driver takes)."""
         return {
-            "kind": "ipmi",
             "interface": "lanplus",
             "cipher_suite": 3,
             "host": self.host,
@@ -169,6 +209,10 @@ class BmcSim:
             "user": self.user,
             "password_file": str(self.password_file),
         }
+
+    def source_options(self) -> dict[str, Any]:
+        """Options of an iowatt ``ipmi`` power source reading this BMC."""
+        return {"kind": "ipmi", **self.connection_options()}
 
     # --- simulated values -------------------------------------------------------------------
 
@@ -216,17 +260,36 @@ class BmcSim:
         """The power supply's current reads ``amps`` (0.1 A steps up to 25.5 A) within ~1 s."""
         self._set_sensor(AMPS_SENSOR, amps)
 
+    def set_thermal(self, base: float, slope: float) -> None:
+        """The fan firmware's CPU temperature becomes ``base + slope × (100 − duty)`` °C from
+        its next fan command on (it reads thermal.val at each change)."""
+        write_atomically(self.workdir / "thermal.val", f"{base!r} {slope!r}\n")
+
     def _set_sensor(self, name: str, value: float) -> None:
         sensor = _WRITABLE[name]
         write_atomically(self.workdir / sensor.file, f"{round(value * sensor.per_unit)}\n")
-        self._raw[name] = sensor.raw(value)
 
     def expected(self, name: str) -> float:
-        """What the SDR sensor ``name`` reads once ipmi_sim has polled its file: the value
-        last set, rounded to the sensor's steps."""
-        return self._raw[name] * _WRITABLE[name].step
+        """What the SDR sensor ``name`` reads once ipmi_sim has polled its file: the value in
+        the file (set here or by the fan firmware), rounded to the sensor's steps."""
+        sensor = _WRITABLE[name]
+        scaled = int((self.workdir / sensor.file).read_text())
+        return sensor.raw(scaled) * sensor.step
 
     # --- reading back -------------------------------------------------------------------
+
+    def fan_state(self) -> dict[str, str]:
+        """The fan firmware's ``fans.state`` as {key: value}; ``{}`` before its first command
+        that sets state."""
+        path = self.workdir / "fans.state"
+        if not path.exists():
+            return {}
+        return dict(word.split("=", 1) for word in path.read_text().split())
+
+    def fan_log(self) -> list[str]:
+        """The fan commands the firmware accepted, oldest first (``fans.log``)."""
+        path = self.workdir / "fans.log"
+        return path.read_text().splitlines() if path.exists() else []
 
     def sensors(self) -> dict[str, str]:
         """``sdr elist full`` as {sensor name: reading as printed}, e.g. ``"4200 RPM"``."""
@@ -243,10 +306,11 @@ class BmcSim:
         deadline = time.monotonic() + timeout_s
         while True:
             shown = self.sensors()
+            expected = {name: self.expected(name) for name in _WRITABLE}
             wrong = [
-                f"{name}: {shown.get(name)!r}, not {self.expected(name):g}"
-                for name in self._raw
-                if _number(shown.get(name, "")) != pytest.approx(self.expected(name))
+                f"{name}: {shown.get(name)!r}, not {value:g}"
+                for name, value in expected.items()
+                if _number(shown.get(name, "")) != pytest.approx(value)
             ]
             if not wrong:
                 return shown
@@ -307,12 +371,24 @@ class BmcSim:
         if self._proc is None:
             return
         self._proc.terminate()
+        # A paused process keeps SIGTERM pending until it runs again.
+        self._proc.send_signal(signal.SIGCONT)
         try:
             self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
         self._proc = None
+
+    def pause(self) -> None:
+        """Freeze ipmi_sim (SIGSTOP): the BMC stops answering but keeps its state."""
+        assert self._proc is not None, "the simulated BMC is not running"
+        self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused ipmi_sim run again (SIGCONT); it answers with the state it had."""
+        assert self._proc is not None, "the simulated BMC is not running"
+        self._proc.send_signal(signal.SIGCONT)
 
 
 def _number(reading: str) -> float | None:
@@ -336,26 +412,31 @@ def _fill(template: str, dest: Path, **values: object) -> None:
 
 
 @pytest.fixture(scope="session")
-def bmc_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``dcmi_power.so``, compiled once per session (skips when the tools are missing)."""
+def bmc_plugin(tmp_path_factory: pytest.TempPathFactory) -> BmcPlugins:
+    """``dcmi_power.so`` and ``fan_firmware.so``, compiled once per session (skips when the
+    tools are missing)."""
     missing = missing_tools()
     if missing:
         pytest.skip(
             f"no simulated BMC: missing {', '.join(missing)} (Debian: apt install "
             "openipmi libopenipmi-dev ipmitool gcc)"
         )
-    out = tmp_path_factory.mktemp("bmc-plugin") / "dcmi_power.so"
-    source = TEMPLATES / "dcmi_power.c"
-    _check(["gcc", "-shared", "-fPIC", "-O1", "-Wall", f"-I{OPENIPMI_INCLUDE}", "-o", out, source])
-    return out
+    out = tmp_path_factory.mktemp("bmc-plugin")
+    plugins = BmcPlugins(out / "dcmi_power.so", out / "fan_firmware.so")
+    for lib in (plugins.dcmi_power, plugins.fan_firmware):
+        source = TEMPLATES / lib.with_suffix(".c").name
+        _check(
+            ["gcc", "-shared", "-fPIC", "-O1", "-Wall", f"-I{OPENIPMI_INCLUDE}", "-o", lib, source]
+        )
+    return plugins
 
 
 @pytest.fixture
-def bmc(tmp_path: Path, bmc_plugin: Path) -> Iterator[BmcSim]:
+def bmc(tmp_path: Path, bmc_plugin: BmcPlugins) -> Iterator[BmcSim]:
     """A running simulated BMC on 127.0.0.1 (see :mod:`bmc_sim`), stopped at teardown."""
     workdir = tmp_path / "bmc"
     workdir.mkdir()
-    sim = BmcSim(workdir=workdir, plugin=bmc_plugin, port=0)
+    sim = BmcSim(workdir=workdir, plugins=bmc_plugin, port=0)
     sim.password_file.write_text(PASSWORD + "\n")
     sim.password_file.chmod(0o600)
     for name, sensor in _WRITABLE.items():
@@ -369,8 +450,10 @@ def bmc(tmp_path: Path, bmc_plugin: Path) -> Iterator[BmcSim]:
             port=sim.port,
             user=USER,
             password=PASSWORD,
-            plugin=bmc_plugin,
+            dcmi_plugin=bmc_plugin.dcmi_power,
             dcmi_file=workdir / "dcmi.val",
+            fan_plugin=bmc_plugin.fan_firmware,
+            workdir=workdir,
         )
         try:
             sim.start()
