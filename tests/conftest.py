@@ -6,6 +6,7 @@ import os
 import shutil
 import struct
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from bmc_sim import bmc, bmc_plugin  # noqa: F401 - fixtures for the IPMI source tests
 
 LOOP_SIZE = 64 * 1024 * 1024
+SHM_LOOP_SIZE = 256 * 1024 * 1024
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -136,3 +138,32 @@ def loop_partition(loop_device: Path, need_tool: Callable[[str], str]) -> Path:
             return partition
         time.sleep(0.1)
     pytest.skip(f"`{partition}` did not appear after `partx -u`")
+
+
+@pytest.fixture
+def shm_loops() -> Iterator[Callable[[], Path]]:
+    """Makes 256 MiB loop devices over files in /dev/shm (writes cost CPU, not a disk), all
+    detached and removed at teardown; skips when not root or no loop device is free."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: loop devices")
+    made: list[tuple[Path, Path]] = []
+
+    def new() -> Path:
+        fd, name = tempfile.mkstemp(prefix="iowatt-test-", suffix=".img", dir="/dev/shm")
+        os.ftruncate(fd, SHM_LOOP_SIZE)
+        os.close(fd)
+        done = subprocess.run(
+            ["losetup", "--find", "--show", name], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            os.unlink(name)
+            pytest.skip(f"no loop device available: {done.stderr.strip()}")
+        made.append((Path(done.stdout.strip()), Path(name)))
+        return made[-1][0]
+
+    try:
+        yield new
+    finally:
+        for device, backing in made:
+            subprocess.run(["losetup", "-d", str(device)], check=False)
+            backing.unlink()

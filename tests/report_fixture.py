@@ -2,7 +2,8 @@
 
 Latencies are lognormal, drawn with a seeded numpy generator, and bucketed like the engine's
 HDR histogram at 3 significant digits: a bucket's ``value_ns`` is the highest value that rounds
-into it. Every file a real ``bench`` run writes is produced, with the same columns and types.
+into it. Every file a real ``bench`` run writes is produced, with the same columns and types;
+:func:`make_sweep_run` does the same for a ``sweep`` run (docs/sweep.md).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from iowatt.store import EVENT_SCHEMA, LATENCY_SCHEMA, POWER_SCHEMA, SENSOR_SCHEMA, STEP_SCHEMA
 from iowatt.store import INTERVAL_SCHEMA as INTERVALS_SCHEMA
-from iowatt.store import LATENCY_SCHEMA
+from iowatt.sweep.curve import curve_documents, curve_meta, curve_table
+from iowatt.sweep.stimulus import Stimulus
 
 _STARTED_NS = 1_795_271_400_000_000_000  # 2026-11-21 14:30:00 UTC
 _REPORTED = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
@@ -249,5 +252,188 @@ def make_run(
     }
     (run / "summary.json").write_text(json.dumps(summary, indent=2))
     manifest = _manifest(run_id, workloads, seed, status, reason)
+    (run / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return run
+
+
+# --- sweep runs (docs/sweep.md) ---------------------------------------------------------------
+
+_SWEEP_EXTRA = [
+    pa.field("pass_no", pa.int32()),
+    pa.field("step", pa.int32()),
+    pa.field("value", pa.float64()),
+]
+SWEEP_LATENCY_SCHEMA = pa.schema([*LATENCY_SCHEMA, *_SWEEP_EXTRA])
+SWEEP_INTERVAL_SCHEMA = pa.schema([*INTERVALS_SCHEMA, *_SWEEP_EXTRA])
+_T0_NS = 7_000_000_000  # CLOCK_MONOTONIC when the synthetic sweep began
+
+
+@dataclass(frozen=True)
+class SweepDisk:
+    """A synthetic disk under test: ``mib_s`` until the stimulus passes ``knee``, then falling
+    linearly to ``floor`` (a fraction of ``mib_s``) at the largest value; ``floor=1``: flat."""
+
+    mib_s: float
+    knee: float = 50.0
+    floor: float = 1.0
+    median_us: float = 2_000
+    model: str = "FixtureDisk"
+    rotational: bool = True
+    profile: str | None = None
+
+
+def _sweep_throughput(disk: SweepDisk, value: float, top: float) -> float:
+    if value <= disk.knee or top <= disk.knee:
+        return disk.mib_s
+    return disk.mib_s * (1 - (1 - disk.floor) * (value - disk.knee) / (top - disk.knee))
+
+
+def _sweep_manifest(
+    run_id: str,
+    disks: dict[str, SweepDisk],
+    stimulus: dict[str, Any],
+    values: list[list[float]],
+    timing: tuple[float, float],
+    ended_ns: int,
+    status: str,
+    reason: str | None,
+) -> dict[str, Any]:
+    settle_s, hold_s = timing
+    return {
+        "run_id": run_id, "kind": "sweep", "status": status, "reason": reason,
+        "iowatt_version": "0.1.0", "started_ns": _STARTED_NS, "ended_ns": ended_ns, "seed": 0,
+        "labels": {"fixture": "sweep"},
+        "config": {
+            "stimulus": stimulus,
+            "disks": [
+                {"name": n, "path": f"/dev/sd{chr(98 + i)}", "device": True,
+                 "profile": d.profile, "size": 300 * 10**9}
+                for i, (n, d) in enumerate(disks.items())
+            ],
+            "settle_s": settle_s, "hold_s": hold_s, "passes": len(values), "order": "alternate",
+            "values": values,
+            "generator": {"iosize": 2**20, "iodepth": 32, "engine": "libaio", "nthreads": 1},
+        },
+        "host": {
+            "hostname": "fixture-host", "kernel": "6.1.0-test-amd64",
+            "cpu_model": "Synthetic CPU @ 3.00GHz", "ncpus": 8, "mem_bytes": 16 * 2**30,
+            "disks": {
+                n: {"device_model": d.model, "rotational": d.rotational, "scheduler": "none"}
+                for n, d in disks.items()
+            },
+        },
+    }  # fmt: skip
+
+
+def _sweep_sensors(run_id: str, end_ns: int, value_at: Any) -> tuple[list[Any], list[Any]]:
+    """Sensor and power rows every 0.5 s: fans follow the duty, the CPU cools as they spin."""
+    sensors, power = [], []
+    for mono in range(_T0_NS, end_ns, 500_000_000):
+        v = value_at(mono)
+        t = (mono - _T0_NS) / 1e9
+        for source, channel, unit, reading in (
+            ("ipmi", "FAN1", "RPM", 800 + 60 * v),
+            ("ipmi", "FAN2", "RPM", 750 + 58 * v),
+            ("ipmi", "CPU Temp", "C", 80 - 0.3 * v),
+            ("ipmi", "12V", "V", 12.1),
+        ):
+            sensors.append({"run_id": run_id, "source": source, "channel": channel,
+                            "unit": unit, "mono_ns": mono, "t_s": t, "value": reading})  # fmt: skip
+        power.append({"run_id": run_id, "source": "ipmi", "channel": "psu", "scope": "wall",
+                      "mono_ns": mono, "t_s": t, "watts": 180 + 0.4 * v,
+                      "joules": None})  # fmt: skip
+    return sensors, power
+
+
+def make_sweep_run(
+    dir: Path,
+    run_id: str,
+    disks: dict[str, SweepDisk],
+    values: list[float],
+    passes: int = 2,
+    seed: int = 0,
+    status: str = "complete",
+    reason: str | None = None,
+    steps_done: int | None = None,
+    sensors: bool = True,
+    watchdog: str | None = None,
+) -> Path:
+    """Write a fan-sweep run directory ``dir/run_id`` (passes alternate up and down) and return
+    its path. ``steps_done`` stops the sweep after that many steps (an interrupted run)."""
+    stim = Stimulus("fan")
+    rng = np.random.default_rng(seed)
+    settle_s, hold_s = 1.0, 2.0
+    plan = [values if p % 2 == 0 else values[::-1] for p in range(passes)]
+    schedule = [(p + 1, s, v) for p, vs in enumerate(plan) for s, v in enumerate(vs)]
+    schedule = schedule[:steps_done] if steps_done is not None else schedule
+    top = max(values)
+    steps, latency, intervals, events = [], [], [], []
+    starts = []
+    for k, (pass_no, step, value) in enumerate(schedule):
+        begin = _T0_NS + int(k * (settle_s + hold_s) * 1e9)
+        starts.append((begin, value))
+        events.append({"run_id": run_id, "mono_ns": begin, "t_s": (begin - _T0_NS) / 1e9,
+                       "source": "sweep", "kind": "stimulus",
+                       "message": stim.describe(value)})  # fmt: skip
+        for i, (name, disk) in enumerate(disks.items()):
+            # Disks start and stop a few ms apart, all within the step.
+            start = begin + int(settle_s * 1e9) + i * 1_000_000
+            end = start + int(hold_s * 1e9) - 10_000_000
+            mib = _sweep_throughput(disk, value, top) * (1 + rng.normal(0, 0.02))
+            ops = max(round(mib * hold_s), 0)  # 1 MiB writes
+            slowdown = max(disk.mib_s / max(mib, 1e-3), 0.5)
+            ns = rng.lognormal(math.log(disk.median_us * 1e3 * slowdown), 0.5, ops)
+            s = np.sort(bucket(ns.astype(np.int64)))
+            lat = {p: brute_percentile(s, p) if s.size else 0 for p in (50.0, 99.0, 99.9)}
+            extra = {"pass_no": pass_no, "step": step, "value": value}
+            steps.append({
+                "run_id": run_id, "disk": name, "stimulus": "fan", "unit": "%", **extra,
+                "start_mono_ns": start, "end_mono_ns": end,
+                "t_s": (start - _T0_NS) / 1e9, "hold_s": hold_s, "ops": ops,
+                "bytes": ops * 2**20, "errors": 0, "mib_s": ops / hold_s, "iops": ops / hold_s,
+                "p50_ns": lat[50.0], "p99_ns": lat[99.0], "p999_ns": lat[99.9],
+                "max_ns": int(s[-1]) if s.size else 0,
+            })  # fmt: skip
+            latency += [row | extra for row in _histogram_rows(run_id, name, None, s)]
+            intervals.append({
+                "run_id": run_id, "workload": name, "t_s": 0.0, "duration_s": hold_s,
+                "mono_ns": start, "ops": ops, "bytes": ops * 2**20, "errors": 0,
+                "ops_s": ops / hold_s, "mib_s": ops / hold_s,
+                "p50_ns": lat[50.0], "p99_ns": lat[99.0], "p999_ns": lat[99.9],
+                "max_ns": int(s[-1]) if s.size else 0, **extra,
+            })  # fmt: skip
+    end_ns = _T0_NS + int(len(schedule) * (settle_s + hold_s) * 1e9)
+    if watchdog:
+        events.append({"run_id": run_id, "mono_ns": end_ns, "t_s": (end_ns - _T0_NS) / 1e9,
+                       "source": "watchdog", "kind": "watchdog", "message": watchdog})  # fmt: skip
+
+    def value_at(mono: int) -> float:
+        return next((v for b, v in reversed(starts) if b <= mono), values[0])
+
+    run = dir / run_id
+    run.mkdir(parents=True)
+    write = pq.write_table
+    step_table = pa.Table.from_pylist(steps, STEP_SCHEMA)
+    latency_table = pa.Table.from_pylist(latency, SWEEP_LATENCY_SCHEMA)
+    write(step_table, run / "steps.parquet")
+    write(latency_table, run / "latency.parquet")
+    write(pa.Table.from_pylist(intervals, SWEEP_INTERVAL_SCHEMA), run / "intervals.parquet")
+    write(pa.Table.from_pylist(events, EVENT_SCHEMA), run / "events.parquet")
+    if sensors:
+        sensor_rows, power_rows = _sweep_sensors(run_id, end_ns, value_at)
+        write(pa.Table.from_pylist(sensor_rows, SENSOR_SCHEMA), run / "sensors.parquet")
+        write(pa.Table.from_pylist(power_rows, POWER_SCHEMA), run / "power.parquet")
+    curve = curve_table(run_id, step_table, latency_table)
+    write(curve, run / "sweep.parquet")
+    manifest = _sweep_manifest(
+        run_id, disks, stim.as_dict(), plan, (settle_s, hold_s),
+        _STARTED_NS + end_ns - _T0_NS, status, reason,
+    )  # fmt: skip
+    docs = curve_documents(curve, curve_meta(manifest))
+    summary = {
+        "run_id": run_id, "status": status, "stimulus": stim.as_dict(),
+        "disks": {n: {"max_mib_s": d["max_mib_s"], "points": d["points"]} for n, d in docs.items()},
+    }  # fmt: skip
+    (run / "summary.json").write_text(json.dumps(summary, indent=2))
     (run / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return run

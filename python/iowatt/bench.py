@@ -37,7 +37,13 @@ from iowatt.power_run import write_power_files
 from iowatt.power_summary import Window, span, summarize
 from iowatt.store import RunWriter, index_run, new_run_id
 from iowatt.summary import fio_job, interval_table, latency_table, workload_summary
-from iowatt.target import check_block_target, check_dir_target, check_free_space, supports_odirect
+from iowatt.target import (
+    check_block_target,
+    check_dir_target,
+    check_free_space,
+    device_size,
+    supports_odirect,
+)
 from iowatt.units import parse_duration, parse_size
 
 ENGINES = ("psync", "io_uring")
@@ -293,7 +299,7 @@ def run(config: BenchConfig, reporter: Reporter | None = None) -> Path:
             outcome = _run_workload(wl, workdir or target, device, reporter, power.drain)
             outcomes.append(outcome)
             if outcome.result["status"] != "complete":
-                failure = _failure(outcome.result)
+                failure = result_failure(outcome.result)
                 break
     except KeyboardInterrupt:
         failure = RunInterrupted("interrupted")
@@ -326,7 +332,7 @@ def _check_target(config: BenchConfig, target: Path) -> bool:
         mode = 0
     if stat.S_ISBLK(mode):
         check_block_target(target, config.destroy_data)
-        size = _device_size(target)
+        size = device_size(target)
         for wl in config.workloads:
             if wl.filesize > size:
                 raise ConfigError(
@@ -349,14 +355,6 @@ def _bytes_needed(wl: WorkloadConfig) -> int:
     if wl.personality.endswith("streamwrite"):
         return 0
     return wl.filesize * (5 if wl.personality.startswith("multistream") else 1)
-
-
-def _device_size(dev: Path) -> int:
-    fd = os.open(dev, os.O_RDONLY)
-    try:
-        return os.lseek(fd, 0, os.SEEK_END)
-    finally:
-        os.close(fd)
 
 
 def _warn_about(host: dict[str, Any], reporter: Reporter) -> None:
@@ -446,7 +444,7 @@ def _run_workload(
     return outcome
 
 
-def _failure(result: dict[str, Any]) -> IowattError:
+def result_failure(result: dict[str, Any]) -> IowattError:
     if result["status"] == "cancelled":
         return RunInterrupted("interrupted")
     errors = result["errors_by_kind"]

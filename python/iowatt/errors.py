@@ -1,8 +1,9 @@
 """The errors a user can cause, and the exit codes iowatt uses.
 
 Every user-caused error carries the offending value and a hint; the CLI renders it as
-``error: …`` / ``hint: …`` on stderr and exits with :data:`EXIT_USAGE`. Anything else is an
-internal failure (:data:`EXIT_INTERNAL`), shown with its traceback under ``--debug``.
+``error: …`` / ``hint: …`` on stderr and exits with :data:`EXIT_USAGE`; a sweep stopped for
+safety exits with :data:`EXIT_STOPPED`. Anything else is an internal failure
+(:data:`EXIT_INTERNAL`), shown with its traceback under ``--debug``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
+EXIT_STOPPED = 3
 EXIT_INTERRUPTED = 130
 
 
@@ -53,6 +55,13 @@ class MeterFormatError(IowattError):
 
 class RunNotFoundError(IowattError):
     """A run id or path that is not in the results directory."""
+
+
+class SafetyStop(IowattError):
+    """A sweep's watchdog stopped it (a temperature limit, sensors gone silent), or its
+    stimulus could not be set; what was measured has been written."""
+
+    exit_code = EXIT_STOPPED
 
 
 class RunInterrupted(IowattError):

@@ -176,6 +176,10 @@ class Recording:
     def start(self) -> None:
         self._rec.start()
 
+    def clock_anchor(self) -> tuple[int, int]:
+        """(CLOCK_REALTIME ns, CLOCK_MONOTONIC ns) read together when the sources opened."""
+        return self._rec.clock_anchor()
+
     def mark(self, message: str) -> int:
         """A phase mark (``idle``, ``work``, ``end``) in the run's events; returns its time."""
         now = time.monotonic_ns()
@@ -184,9 +188,17 @@ class Recording:
         )
         return now
 
-    def drain(self) -> None:
-        """Moves what the sampler collected into Python (call every ~0.5 s on long runs)."""
-        self._chunks.append(self._rec.drain())
+    def drain(self) -> dict[str, Any]:
+        """Moves what the sampler collected into Python (call every ~0.5 s on long runs);
+        returns what it moved: ``mono_ns``, ``channel`` and ``value`` lists, and ``events``."""
+        chunk = self._rec.drain()
+        self._chunks.append(chunk)
+        return chunk
+
+    def halt(self) -> dict[str, Any]:
+        """Stops sampling and returns the last readings (like :meth:`drain`)."""
+        self._rec.stop()
+        return self.drain()
 
     def wait(self, seconds: float) -> None:
         """Sleeps while the sources sample (an idle baseline), draining as it goes."""

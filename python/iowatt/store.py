@@ -85,7 +85,54 @@ EVENT_SCHEMA = pa.schema(
         ("message", pa.string()),
     ]
 )
-VIEWS = ("intervals", "latency", "power", "sensors", "events")
+# A sweep's measurements: one row per pass, step and disk (the hold window of that step).
+STEP_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("disk", pa.string()),
+        ("stimulus", pa.string()),
+        ("unit", pa.string()),
+        ("pass_no", pa.int32()),
+        ("step", pa.int32()),
+        ("value", pa.float64()),
+        ("start_mono_ns", pa.int64()),
+        ("end_mono_ns", pa.int64()),
+        ("t_s", pa.float64()),
+        ("hold_s", pa.float64()),
+        ("ops", pa.int64()),
+        ("bytes", pa.int64()),
+        ("errors", pa.int64()),
+        ("mib_s", pa.float64()),
+        ("iops", pa.float64()),
+        ("p50_ns", pa.int64()),
+        ("p99_ns", pa.int64()),
+        ("p999_ns", pa.int64()),
+        ("max_ns", pa.int64()),
+    ]
+)
+# A sweep's curves: one row per disk and stimulus value, over every pass that measured it.
+CURVE_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("disk", pa.string()),
+        ("stimulus", pa.string()),
+        ("unit", pa.string()),
+        ("value", pa.float64()),
+        ("passes", pa.int32()),
+        ("mib_s", pa.float64()),
+        ("mib_s_min", pa.float64()),
+        ("mib_s_max", pa.float64()),
+        ("mib_s_std", pa.float64()),
+        ("norm", pa.float64()),
+        ("norm_min", pa.float64()),
+        ("norm_max", pa.float64()),
+        ("iops", pa.float64()),
+        ("p50_ns", pa.int64()),
+        ("p99_ns", pa.int64()),
+        ("max_ns", pa.int64()),
+    ]
+)
+VIEWS = ("intervals", "latency", "power", "sensors", "events", "steps", "sweep")
 
 
 def results_dir(path: str | Path | None = None) -> Path:
@@ -106,6 +153,16 @@ class RunWriter:
         self.final = results / run_id
         self.tmp = results / f".tmp-{run_id}"
         self.tmp.mkdir(parents=True)
+
+    @classmethod
+    def resume(cls, tmp: Path, run_id: str) -> RunWriter:
+        """A writer for a temporary run directory that already exists (a sweep's journal)."""
+        writer = cls.__new__(cls)
+        writer.results = tmp.parent
+        writer.run_id = run_id
+        writer.final = tmp.parent / run_id
+        writer.tmp = tmp
+        return writer
 
     def write_json(self, name: str, data: Mapping[str, Any]) -> None:
         (self.tmp / name).write_text(json.dumps(data, indent=2, default=str) + "\n")

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from iowatt.errors import TargetError, UnsafeTargetError
-from iowatt.hostinfo import block_dir, read_mounts, read_text
+from iowatt.hostinfo import block_dir, read_mounts, read_text, whole_disk_dir
 from iowatt.units import format_bytes
 
 PROBE_PREFIX = ".iowatt-probe-"
@@ -154,6 +154,15 @@ def check_block_target(device: Path, destroy_data: bool) -> None:
         )
 
 
+def device_size(device: Path) -> int:
+    """The size of block device ``device`` in bytes."""
+    fd = os.open(device, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
 def device_user(device: Path) -> str | None:
     """Describe what keeps ``device`` or one of its partitions busy, or return ``None``.
 
@@ -228,6 +237,46 @@ def _devnum_of(node: str) -> int | None:
     except OSError:
         return None
     return st.st_rdev if stat.S_ISBLK(st.st_mode) else None
+
+
+BOOT_MOUNTS = ("/", "/boot", "/boot/efi", "/efi")
+
+
+def boot_disks() -> set[str]:
+    """The sysfs names of the whole disks holding the root and boot file systems (``vda``)."""
+    disks = set()
+    for mount in read_mounts():
+        if mount.mount_point in BOOT_MOUNTS:
+            devnum = os.makedev(mount.major, mount.minor)
+            if mount.major == 0:
+                devnum = _devnum_of(mount.source) or devnum  # btrfs: an anonymous st_dev
+            node = block_dir(devnum) if os.major(devnum) != 0 else None
+            if node is not None:
+                disks.add(whole_disk_dir(node).name)
+    return disks
+
+
+def disk_of(path: Path) -> str | None:
+    """The whole disk under ``path`` (a block device, or a file system's backing device)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    devnum = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
+    node = block_dir(devnum) if os.major(devnum) != 0 else None
+    return whole_disk_dir(node).name if node is not None else None
+
+
+def check_not_boot_disk(path: Path) -> None:
+    """Refuse ``path`` when it is, or lives on, the disk the system boots from: it carries the
+    operating system's own I/O, and a write load there can take the machine down."""
+    disk = disk_of(path)
+    if disk is not None and disk in boot_disks():
+        raise TargetError(
+            f"`{path}` is on `{disk}`, the disk holding the root or boot file system",
+            hint="measure a disk the system does not boot from (the boot disk is never a disk "
+            "under test), or pass --allow-boot-disk for a directory you accept to load",
+        )
 
 
 def check_dir_target(path: Path) -> None:

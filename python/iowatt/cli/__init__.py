@@ -23,13 +23,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from iowatt.cli import bench, energy, power, report, runs
+    from iowatt.cli import bench, energy, power, report, runs, sweep
 
     cli.add_command(bench.bench)
     cli.add_command(power.power)
     cli.add_command(energy.energy)
     cli.add_command(runs.runs)
     cli.add_command(report.report)
+    cli.add_command(sweep.sweep)
 
 
 def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -23,6 +23,7 @@ from iowatt.report.context import (
     workload_row,
 )
 from iowatt.report.load import load_run
+from iowatt.report.sweep import sweep_views
 
 __all__ = ["write_report"]
 
@@ -47,6 +48,9 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     style = styles(runs)
     html = _ENV.get_template("template.html").render(
         runs=[run_view(run) for run in runs],
+        sweeps=sweep_views(runs),
+        # Sweep runs have no workloads; a report of sweeps only leaves the bench sections out.
+        show_bench=any(run.sweep is None for run in runs),
         rows=[workload_row(run, w, style[run.run_id, w]) for run in runs for w in run.workloads],
         plots={plot.name: plot for plot in build_plots(runs, style)},
         percentiles=[f"p{p:g}" if p < 100 else "max" for p in PERCENTILES],

@@ -16,7 +16,8 @@ import numpy as np
 from iowatt.histogram import cdf, percentile
 from iowatt.report import plots
 from iowatt.report.load import Run
-from iowatt.report.plots import Bar, Line, PowerPanel, Style
+from iowatt.report.plots import Bar, Line, Plot, PowerPanel, Style
+from iowatt.report.sweep import sweep_facts
 from iowatt.units import (
     format_bytes,
     format_duration,
@@ -73,15 +74,6 @@ class WorkloadRow:
     percentiles: list[Cell]
 
 
-@dataclass(frozen=True)
-class Plot:
-    """One figure: the ``data-plot`` name, a caption, and the SVG (``None``: no data)."""
-
-    name: str
-    caption: str
-    svg: str | None
-
-
 def _timestamp(ns: Any) -> str:
     if not isinstance(ns, int):
         return "unknown"
@@ -92,10 +84,7 @@ def _fact(value: Any) -> str:
     return "unknown" if value is None else str(value)
 
 
-def _host_facts(host: dict[str, Any]) -> list[tuple[str, str]]:
-    target = host.get("target") or {}
-    spins = target.get("rotational")
-    rotational = None if spins is None else "yes (HDD)" if spins else "no (SSD/NVMe)"
+def _machine_facts(host: dict[str, Any]) -> list[tuple[str, str]]:
     mem = host.get("mem_bytes")
     cpu = _fact(host.get("cpu_model"))
     if host.get("ncpus"):
@@ -105,6 +94,15 @@ def _host_facts(host: dict[str, Any]) -> list[tuple[str, str]]:
         ("kernel", _fact(host.get("kernel"))),
         ("cpu", cpu),
         ("memory", format_bytes(mem) if isinstance(mem, int) else "unknown"),
+    ]
+
+
+def _host_facts(host: dict[str, Any]) -> list[tuple[str, str]]:
+    target = host.get("target") or {}
+    spins = target.get("rotational")
+    rotational = None if spins is None else "yes (HDD)" if spins else "no (SSD/NVMe)"
+    return [
+        *_machine_facts(host),
         ("target", _fact(target.get("path"))),
         ("file system", f"{_fact(target.get('fs_type'))} on {_fact(target.get('mount_point'))}"),
         ("device", f"{_fact(target.get('device'))} ({_fact(target.get('device_model'))})"),
@@ -115,8 +113,10 @@ def _host_facts(host: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def run_view(run: Run) -> RunView:
-    """The header of one run."""
+    """The header of one run; a sweep shows its stimulus and disks instead of one target."""
     m = run.manifest
+    host = m.get("host") or {}
+    facts = _machine_facts(host) + sweep_facts(m) if run.kind == "sweep" else _host_facts(host)
     started, ended = m.get("started_ns"), m.get("ended_ns")
     duration = "unknown"
     if isinstance(started, int) and isinstance(ended, int):
@@ -129,7 +129,7 @@ def run_view(run: Run) -> RunView:
         started=_timestamp(started),
         duration=duration,
         labels={str(k): str(v) for k, v in (m.get("labels") or {}).items()},
-        facts=_host_facts(m.get("host") or {}),
+        facts=facts,
     )
 
 

@@ -38,8 +38,26 @@ class Histogram:
 
 
 @dataclass(frozen=True)
+class SweepData:
+    """A sweep run's own tables (docs/sweep.md); each is ``None`` when its file is missing."""
+
+    # steps.parquet: one row per pass, step and disk
+    steps: pa.Table | None
+    # latency.parquet with its pass_no, step and value columns (workload = disk)
+    latency: pa.Table | None
+    # sensors.parquet and power.parquet (as unit "W") in one table of READING_SCHEMA
+    readings: pa.Table | None
+    # events.parquet
+    events: pa.Table | None
+
+
+@dataclass(frozen=True)
 class Run:
-    """One run directory: its JSON documents and per-workload series, keyed by workload."""
+    """One run directory: its JSON documents and per-workload series, keyed by workload.
+
+    A sweep run has no workloads: its disks' data is in ``sweep`` (``None`` for other kinds),
+    and ``intervals`` and ``latency`` are empty.
+    """
 
     path: Path
     manifest: dict[str, Any]
@@ -48,6 +66,13 @@ class Run:
     latency: dict[str, Histogram]
     # "source/channel" → (seconds since the power recording began, watts)
     power: dict[str, PowerSeries]
+    sweep: SweepData | None = None
+
+    @property
+    def kind(self) -> str | None:
+        """The manifest's ``kind`` (bench, power, sweep …)."""
+        kind = self.manifest.get("kind")
+        return kind if isinstance(kind, str) else None
 
     @property
     def run_id(self) -> str:
@@ -109,6 +134,47 @@ def _power(table: pa.Table | None) -> dict[str, PowerSeries]:
     return out
 
 
+# Sensor and power readings side by side, for the sweep's per-step sensor plot.
+READING_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("channel", pa.string()),
+        ("unit", pa.string()),
+        ("mono_ns", pa.int64()),
+        ("value", pa.float64()),
+    ]
+)
+
+
+def _readings(sensors: pa.Table | None, power: pa.Table | None) -> pa.Table | None:
+    parts = []
+    if sensors is not None:
+        parts.append(sensors.select(READING_SCHEMA.names).cast(READING_SCHEMA))
+    if power is not None:
+        watts = pa.table(
+            {
+                "source": power["source"],
+                "channel": power["channel"],
+                "unit": pa.array(["W"] * power.num_rows, pa.string()),
+                "mono_ns": power["mono_ns"],
+                "value": power["watts"],
+            }
+        )
+        parts.append(watts.cast(READING_SCHEMA))
+    return pa.concat_tables(parts) if parts else None
+
+
+def _sweep(path: Path) -> SweepData:
+    return SweepData(
+        steps=_read_parquet(path / "steps.parquet"),
+        latency=_read_parquet(path / "latency.parquet"),
+        readings=_readings(
+            _read_parquet(path / "sensors.parquet"), _read_parquet(path / "power.parquet")
+        ),
+        events=_read_parquet(path / "events.parquet"),
+    )
+
+
 def load_run(path: Path) -> Run:
     """Read one run directory; raises :class:`RunNotFoundError` when it has no manifest."""
     manifest_path = path / "manifest.json"
@@ -117,11 +183,18 @@ def load_run(path: Path) -> Run:
             f"`{path}` is not a run directory (no manifest.json)",
             hint="pass a directory under the results directory, e.g. `iowatt-results/<run id>`",
         )
+    manifest = read_manifest(path)
+    summary = read_summary(path) if (path / "summary.json").is_file() else {}
+    power = _power(_read_parquet(path / "power.parquet"))
+    if manifest.get("kind") == "sweep":
+        # A sweep's intervals and histograms are per disk *and step*: merged per disk they
+        # would mix every stimulus level, so the sweep section reads them itself.
+        return Run(path, manifest, summary, {}, {}, power, sweep=_sweep(path))
     return Run(
         path=path,
-        manifest=read_manifest(path),
-        summary=read_summary(path) if (path / "summary.json").is_file() else {},
+        manifest=manifest,
+        summary=summary,
         intervals=_intervals(_read_parquet(path / "intervals.parquet")),
         latency=_latency(_read_parquet(path / "latency.parquet")),
-        power=_power(_read_parquet(path / "power.parquet")),
+        power=power,
     )

@@ -62,6 +62,15 @@ class Line:
 
 
 @dataclass(frozen=True)
+class Plot:
+    """One figure: the ``data-plot`` name, a caption, and the SVG (``None``: no data)."""
+
+    name: str
+    caption: str
+    svg: str | None
+
+
+@dataclass(frozen=True)
 class Bar:
     """One workload's throughput in one run, for the bar chart."""
 

@@ -1,0 +1,295 @@
+"""Runs a planned sweep: for each pass and step, set the stimulus, keep every disk saturated
+through the settle window, measure the hold window, journal it; restore, whatever happens.
+
+The order of things is the safety design (docs/sweep.md): sensors open first (every problem
+shows before anything changes), the guardian starts before the driver takes control, the
+monitor watches temperatures from its own thread, and the driver's ``restore`` runs in a
+``finally`` with Ctrl-C and SIGTERM held off, so the stimulus is put back on a normal end, an
+error, an interrupt or a watchdog trip — and by the guardian if this process is killed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from iowatt import __version__, _core
+from iowatt.bench import WorkloadConfig, engine_spec, result_failure
+from iowatt.errors import ConfigError, IowattError, RunInterrupted, SafetyStop
+from iowatt.hostinfo import host_facts, target_facts
+from iowatt.power import Recording, SourceSpec
+from iowatt.store import RunWriter, new_run_id
+from iowatt.summary import workload_summary
+from iowatt.sweep.guard import Guardian
+from iowatt.sweep.journal import Journal, finalize
+from iowatt.sweep.plan import Disk, SweepConfig
+from iowatt.sweep.watchdog import Monitor
+
+POLL_S = 0.1
+LAYOUT_S = 1.0  # a directory's file is laid out and written once before the first step
+
+
+class Reporter(Protocol):
+    def step_started(self, pass_no: int, step: int, total: int, text: str) -> None: ...
+    def step_finished(self, rows: list[dict[str, Any]], temps: dict[str, float]) -> None: ...
+    def warn(self, message: str) -> None: ...
+
+
+class SilentReporter:
+    def step_started(self, pass_no: int, step: int, total: int, text: str) -> None:
+        pass
+
+    def step_finished(self, rows: list[dict[str, Any]], temps: dict[str, float]) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
+        pass
+
+
+def run(config: SweepConfig, reporter: Reporter | None = None) -> Path:
+    """Runs the sweep and commits its run; returns the run directory. The run is written
+    whatever happens; the error that stopped it is raised after."""
+    reporter = reporter or SilentReporter()
+    config.results.mkdir(parents=True, exist_ok=True)
+    run_id = new_run_id("sweep")
+    sources = _sources(config)
+    rec = Recording(sources, config.sensor_hz) if sources else None
+    t0 = time.monotonic_ns()
+    started_ns = time.time_ns()
+    anchor = rec.clock_anchor() if rec is not None else (started_ns, t0)
+    monitor_needed = config.limits is not None
+    temps = [c for c in (rec.channels if rec else []) if c["unit"] == "C"]
+    if monitor_needed and not temps:
+        raise ConfigError(
+            "nothing reads a temperature, so the fan sweep cannot be watched",
+            "add --sensor hwmon (or ipmi:...), or pass --no-watchdog at your own risk",
+        )
+    writer = RunWriter(config.results, run_id)
+    journal = Journal(writer.tmp)
+    journal.begin(_plan(config, run_id, started_ns, t0, anchor, rec))
+    guardian = Guardian(writer.tmp, config.report)
+    monitor = Monitor(rec, journal, config.limits, config.driver.safe)
+    monitor.restore_hint = getattr(config.driver, "restore_hint", None)
+    workdirs: list[Path] = []
+    failure: IowattError | None = None
+    try:
+        config.driver.prepare()
+        guardian.arm(config.driver.guard_plan())
+        monitor.start()
+        workdirs = _layout(config, run_id)
+        _steps(config, journal, monitor, reporter, t0)
+    except KeyboardInterrupt:
+        failure = RunInterrupted("interrupted")
+    except IowattError as e:
+        failure = e
+    finally:
+        with _signals_held() as pending:
+            failure = _finish(config, monitor, journal, workdirs, failure, reporter)
+            status = "complete" if failure is None and not pending else "incomplete"
+            reason = failure.message if failure else ("interrupted" if pending else None)
+            run_dir = finalize(writer.tmp, status, reason, report=config.report)
+            guardian.done()
+    if failure is None and pending:
+        failure = RunInterrupted("interrupted")
+    if failure is not None:
+        raise failure
+    return run_dir
+
+
+def _sources(config: SweepConfig) -> list[SourceSpec]:
+    """The driver's sensors, unless ``--sensor`` names a source the same (the user's wins)."""
+    mine = {s.name for s in config.sensors}
+    return [s for s in config.driver.sensor_sources() if s.name not in mine] + config.sensors
+
+
+def _plan(
+    config: SweepConfig,
+    run_id: str,
+    started_ns: int,
+    t0: int,
+    anchor: tuple[int, int],
+    rec: Recording | None,
+) -> dict[str, Any]:
+    manifest = {
+        "run_id": run_id,
+        "kind": "sweep",
+        "status": "running",
+        "reason": None,
+        "iowatt_version": __version__,
+        "started_ns": started_ns,
+        "ended_ns": None,
+        "clock_anchor": list(anchor),
+        "seed": config.seed,
+        "labels": config.labels,
+        "config": config.describe(),
+        "host": {**host_facts(None), "disks": {d.name: target_facts(d.path) for d in config.disks}},
+    }
+    return {
+        "manifest": manifest,
+        "t0_ns": t0,
+        "clock_anchor": list(anchor),
+        "channels": rec.channels if rec is not None else [],
+        "maps": {s.name: str(s.map) for s in (rec.specs if rec else []) if s.map},
+        "watchdog": config.limits.__dict__ if config.limits else None,
+    }
+
+
+def _workload(config: SweepConfig, disk: Disk, settle_s: float, hold_s: float) -> WorkloadConfig:
+    g = config.generator
+    return WorkloadConfig(
+        name=disk.name, personality="randomwrite", iosize=g.iosize, filesize=disk.size,
+        nthreads=g.nthreads, directio=True, dsync=False, engine=g.engine, iodepth=g.iodepth,
+        runtime_s=hold_s, ramp_s=settle_s, rate=None, seed=config.seed,
+    )  # fmt: skip
+
+
+def _layout(config: SweepConfig, run_id: str) -> list[Path]:
+    """Each directory gets a work directory of iowatt's own, its file laid out and written
+    once, so the first step measures the disk rather than the file's creation."""
+    workdirs = []
+    for disk in config.disks:
+        if not disk.device:
+            workdir = disk.path / f"iowatt-{run_id}"
+            workdir.mkdir()
+            workdirs.append(workdir)
+            disk.path = workdir  # the generator's target from now on
+    if workdirs:
+        warm = [d for d in config.disks if not d.device]
+        _generate(config, warm, 0.0, LAYOUT_S, None)
+    return workdirs
+
+
+def _steps(
+    config: SweepConfig, journal: Journal, monitor: Monitor, reporter: Reporter, t0: int
+) -> None:
+    total = sum(len(values) for values in config.passes)
+    done = 0
+    for pass_no, values in enumerate(config.passes, 1):
+        for step, value in enumerate(values):
+            text = config.stimulus.describe(value)
+            done += 1
+            reporter.step_started(pass_no, step, total, text)
+            _check(monitor)
+            journal.event("stimulus", text)
+            config.driver.apply(value)
+            results = _generate(config, config.disks, config.settle_s, config.hold_s, monitor)
+            rows = [_row(config, r, pass_no, step, value, t0) for r in results]
+            for row, result in zip(rows, results, strict=True):
+                journal.step(row, result)
+            reporter.step_finished(rows, dict(monitor.latest))
+
+
+def _check(monitor: Monitor) -> None:
+    if monitor.tripped is not None:
+        raise _tripped(monitor)
+
+
+def _tripped(monitor: Monitor) -> SafetyStop:
+    monitor.safe_done.wait()
+    if monitor.safe_error is not None:
+        hint = f"THE SAFE SETTING FAILED ({monitor.safe_error.message}): set it by hand now"
+    else:
+        hint = "the stimulus was set to its safe setting (fans to full) and left there"
+        if monitor.restore_hint is not None:
+            hint += f"; once it is cool, give control back with: {monitor.restore_hint()}"
+    return SafetyStop(f"watchdog: {monitor.tripped}", hint)
+
+
+def _generate(
+    config: SweepConfig,
+    disks: list[Disk],
+    settle_s: float,
+    hold_s: float,
+    monitor: Monitor | None,
+) -> list[dict[str, Any]]:
+    """Runs one generator per disk, all at once, for ``settle_s`` + ``hold_s``; returns each
+    engine result. Stops them all on a watchdog trip, an interrupt or a failed disk."""
+    runs = [
+        _core.WorkloadRun(engine_spec(_workload(config, d, settle_s, hold_s), d.path, d.device))
+        for d in disks
+    ]
+    for r in runs:
+        r.start()
+    try:
+        while not all(r.wait(POLL_S / len(runs)) for r in runs):
+            if monitor is not None and monitor.tripped is not None:
+                break
+    finally:
+        for r in runs:
+            r.cancel()
+        for r in runs:
+            while not r.wait(POLL_S):
+                pass
+    results = [r.result() for r in runs]
+    if monitor is not None:
+        _check(monitor)
+    for result in results:
+        if result["status"] != "complete":
+            raise result_failure(result)
+    return results
+
+
+def _row(
+    config: SweepConfig,
+    result: dict[str, Any],
+    pass_no: int,
+    step: int,
+    value: float,
+    t0: int,
+) -> dict[str, Any]:
+    s = workload_summary(result)
+    start = result["measure_start_ns"]
+    lat = s["latency_ns"]
+    return {
+        "run_id": None, "disk": result["name"], "stimulus": config.stimulus.kind,
+        "unit": config.stimulus.unit, "pass_no": pass_no, "step": step, "value": value,
+        "start_mono_ns": start, "end_mono_ns": start + result["measured_ns"],
+        "t_s": (start - t0) / 1e9, "hold_s": s["runtime_s"], "ops": s["ops"], "bytes": s["bytes"],
+        "errors": s["errors"], "mib_s": s["mib_s"], "iops": s["ops_s"], "p50_ns": lat["p50"],
+        "p99_ns": lat["p99"], "p999_ns": lat["p99.9"], "max_ns": lat["max"],
+    }  # fmt: skip
+
+
+def _finish(
+    config: SweepConfig,
+    monitor: Monitor,
+    journal: Journal,
+    workdirs: list[Path],
+    failure: IowattError | None,
+    reporter: Reporter,
+) -> IowattError | None:
+    """Stops sensing, restores the stimulus and removes iowatt's files; returns the error that
+    ended the sweep (the first one)."""
+    if monitor.tripped is not None and not isinstance(failure, SafetyStop):
+        failure = _tripped(monitor)
+    try:
+        config.driver.restore()
+        journal.event("stimulus", "restored")
+    except IowattError as e:
+        reporter.warn(f"restoring the stimulus failed: {e.message}")
+        journal.event("stimulus", f"restore failed: {e.message}")
+        failure = failure or e
+    monitor.stop()
+    journal.close()
+    for workdir in workdirs:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return failure
+
+
+@contextmanager
+def _signals_held() -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM do not cut restoring and writing short; the signals that arrived
+    meanwhile are listed in the yielded list."""
+    pending: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    old = {s: signal.signal(s, lambda n, f: pending.append(n)) for s in held}
+    try:
+        yield pending
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
