@@ -52,7 +52,8 @@ def test_cmd_sweep_sets_every_value_in_order_and_records_each_disks_curve(
         (1, 0.2), (1, 0.4), (1, 0.6), (2, 0.6), (2, 0.4), (2, 0.2)
     ]  # fmt: skip
     for s in steps:
-        assert s["disk"] == loop_device.name and s["ops"] > 0 and s["errors"] == 0
+        assert (s["run_id"], s["disk"]) == (run_dir.name, loop_device.name)
+        assert s["ops"] > 0 and s["errors"] == 0
         assert s["mib_s"] == pytest.approx(s["bytes"] / (1 << 20) / s["hold_s"])
         assert s["hold_s"] == pytest.approx(0.7, abs=0.05)
     curve = pq.read_table(run_dir / "sweep.parquet").to_pylist()
@@ -67,6 +68,20 @@ def test_cmd_sweep_sets_every_value_in_order_and_records_each_disks_curve(
     ).fetchall()
     assert [s[0] for s in stimuli][:2] == ["0.2 grms (20-800 Hz)", "0.4 grms (20-800 Hz)"]
     assert con.execute("SELECT count(*) FROM sweep").fetchone() == (3,)
+
+
+def test_a_directory_disk_gets_a_file_of_size_and_is_left_as_it_was(capsys, tmp_path):
+    target, results = tmp_path / "disk", tmp_path / "results"
+    target.mkdir()
+    r = iowatt(capsys, "sweep", "--stimulus", "frequency", "--steps", "300,301", "--disk",
+               target, "--allow-boot-disk", "--size", "16m", "--driver", "cmd",
+               "--set", "true {value}", "--results", results, *FAST)  # fmt: skip
+    assert r.code == 0, r.err
+    assert list(target.iterdir()) == [], "iowatt removes the file it wrote, and only that"
+    (run_dir,) = runs_in(results)
+    steps = pq.read_table(run_dir / "steps.parquet").to_pylist()
+    assert [s["value"] for s in steps] == [300, 301] and all(s["ops"] > 0 for s in steps)
+    assert manifest(run_dir)["config"]["disks"][0]["size"] == 16 << 20
 
 
 def test_manual_driver_waits_for_enter_at_each_step(tmp_path, loop_device):

@@ -116,7 +116,8 @@ def finalize(directory: Path, status: str, reason: str | None, *, report: bool =
     writer = RunWriter.resume(directory, run_id)
     t0 = plan["t0_ns"]
     steps = list(read_lines(directory / STEPS))
-    step_table = pa.Table.from_pylist([s["row"] for s in steps], schema=STEP_SCHEMA)
+    rows = [{**s["row"], "run_id": run_id} for s in steps]
+    step_table = pa.Table.from_pylist(rows, schema=STEP_SCHEMA)
     latency = _latency_table(run_id, steps)
     curves = curve.curve_table(run_id, step_table, latency)
     data = _power_data(plan, directory)

@@ -246,7 +246,7 @@ def _row(
     start = result["measure_start_ns"]
     lat = s["latency_ns"]
     return {
-        "run_id": None, "disk": result["name"], "stimulus": config.stimulus.kind,
+        "disk": result["name"], "stimulus": config.stimulus.kind,
         "unit": config.stimulus.unit, "pass_no": pass_no, "step": step, "value": value,
         "start_mono_ns": start, "end_mono_ns": start + result["measured_ns"],
         "t_s": (start - t0) / 1e9, "hold_s": s["runtime_s"], "ops": s["ops"], "bytes": s["bytes"],
