@@ -27,7 +27,7 @@ from iowatt.units import format_bytes, format_duration, format_ns, format_rate
 
 # Events worth listing beside the curves, and how many of them (a 1 Hz frequency sweep has
 # thousands of stimulus events; they are all in events.parquet).
-EVENT_KINDS = ("stimulus", "watchdog")
+EVENT_KINDS = ("stimulus", "watchdog", "restore")
 MAX_EVENTS = 60
 # Sensor units in the order their panels are stacked; others follow by name.
 _UNIT_ORDER = ("RPM", "C", "W", "V", "A")

@@ -42,6 +42,13 @@ class Disk:
     device: bool
     size: int
     profile: str | None = None
+    # A directory disk's own work directory, made by the sweep for the generator's file.
+    workdir: Path | None = None
+
+    @property
+    def target(self) -> Path:
+        """Where the generator writes: the device, or the work directory in the directory."""
+        return self.workdir or self.path
 
 
 @dataclass

@@ -13,7 +13,6 @@ profiles or replaces built-in ones of the same name.
 from __future__ import annotations
 
 import bisect
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from iowatt.errors import ConfigError
-from iowatt.sweep.stimulus import Stimulus
+from iowatt.sweep.stimulus import Stimulus, normalize_band
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,7 +35,6 @@ Curve = tuple[tuple[float, float], ...]
 
 _KEYS = {"label", "model", "type", "rpm", "capacity", "write_mb_s", "curves"}
 _CURVE_KEYS = {"fan", "frequency", "amplitude"}
-_BAND = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*-\s*(\d+(?:\.\d+)?)\s*(?:hz)?\s*$", re.IGNORECASE)
 _FORMAT_HINT = "see the built-in profiles.toml in iowatt/sweep for the format"
 _POINTS_HINT = "e.g. fan = [[0, 1.0], [50, 1.0], [100, 0.35]] (value, fraction of write_mb_s)"
 
@@ -115,15 +113,6 @@ def interpolate(points: Curve, x: float) -> float:
         return points[-1][1]
     (x0, y0), (x1, y1) = points[i - 1], points[i]
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-
-
-def normalize_band(band: str) -> str | None:
-    """``20-800``, ``20 - 800 Hz`` → ``20-800`` (as :func:`~iowatt.sweep.stimulus.make_stimulus`
-    writes it); ``None`` when ``band`` is not a band."""
-    m = _BAND.match(band)
-    if not m or not 0 < float(m[1]) < float(m[2]):
-        return None
-    return f"{float(m[1]):g}-{float(m[2]):g}"
 
 
 def load_profiles(extra: Path | None = None) -> dict[str, DiskProfile]:

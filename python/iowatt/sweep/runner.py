@@ -154,10 +154,9 @@ def _layout(config: SweepConfig, run_id: str) -> list[Path]:
     workdirs = []
     for disk in config.disks:
         if not disk.device:
-            workdir = disk.path / f"iowatt-{run_id}"
-            workdir.mkdir()
-            workdirs.append(workdir)
-            disk.path = workdir  # the generator's target from now on
+            disk.workdir = disk.path / f"iowatt-{run_id}"
+            disk.workdir.mkdir()
+            workdirs.append(disk.workdir)
     if workdirs:
         warm = [d for d in config.disks if not d.device]
         _generate(config, warm, 0.0, LAYOUT_S, None)
@@ -210,7 +209,7 @@ def _generate(
     """Runs one generator per disk, all at once, for ``settle_s`` + ``hold_s``; returns each
     engine result. Stops them all on a watchdog trip, an interrupt or a failed disk."""
     runs = [
-        _core.WorkloadRun(engine_spec(_workload(config, d, settle_s, hold_s), d.path, d.device))
+        _core.WorkloadRun(engine_spec(_workload(config, d, settle_s, hold_s), d.target, d.device))
         for d in disks
     ]
     for r in runs:
@@ -269,10 +268,10 @@ def _finish(
         failure = _tripped(monitor)
     try:
         config.driver.restore()
-        journal.event("stimulus", "restored")
+        journal.event("restore", "done")
     except IowattError as e:
         reporter.warn(f"restoring the stimulus failed: {e.message}")
-        journal.event("stimulus", f"restore failed: {e.message}")
+        journal.event("restore", f"failed: {e.message}")
         failure = failure or e
     monitor.stop()
     journal.close()

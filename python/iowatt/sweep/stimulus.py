@@ -55,13 +55,21 @@ def make_stimulus(kind: str, band: str | None, amplitude_g: float | None) -> Sti
     if amplitude_g is not None and kind != "frequency":
         raise ConfigError("--amplitude belongs to a frequency sweep", "drop --amplitude")
     if band is not None:
-        m = _BAND.match(band)
-        if not m or not 0 < float(m[1]) < float(m[2]):
+        normal = normalize_band(band)
+        if normal is None:
             raise ConfigError(f"--band `{band}` is not a frequency band", "e.g. --band 20-800")
-        band = f"{float(m[1]):g}-{float(m[2]):g}"
+        band = normal
     if amplitude_g is not None and not amplitude_g > 0:
         raise ConfigError(f"--amplitude `{amplitude_g:g}` must be positive", "e.g. 0.17 (g)")
     return Stimulus(kind, band, amplitude_g)
+
+
+def normalize_band(band: str) -> str | None:
+    """``20-800``, ``20 - 800 Hz`` → ``20-800``; ``None`` when ``band`` is not a band."""
+    m = _BAND.match(band)
+    if not m or not 0 < float(m[1]) < float(m[2]):
+        return None
+    return f"{float(m[1]):g}-{float(m[2]):g}"
 
 
 def step_values(

@@ -60,10 +60,6 @@ class Monitor:
         self._thread = threading.Thread(target=self._loop, name="iowatt-sweep-monitor", daemon=True)
         self._last_seen: dict[str, int] = {}
 
-    @property
-    def guarding(self) -> bool:
-        return self.limits is not None and bool(self.temps)
-
     def start(self) -> None:
         """Starts the recording, then the thread."""
         if self.rec is not None:
