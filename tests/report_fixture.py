@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from iowatt.compare.tails import DEFAULT_THRESHOLDS_NS
 from iowatt.store import EVENT_SCHEMA, LATENCY_SCHEMA, POWER_SCHEMA, SENSOR_SCHEMA, STEP_SCHEMA
 from iowatt.store import INTERVAL_SCHEMA as INTERVALS_SCHEMA
 from iowatt.sweep.curve import curve_documents, curve_meta, curve_table
@@ -33,6 +35,9 @@ class Workload:
     """A synthetic workload: lognormal latency around ``median_us`` at ``ops_s`` for ``seconds``.
 
     ``seconds=0`` models a workload that never got going (an immediately interrupted run).
+    ``slow_share > 0`` models the study's slow run: in every ``slow_every``-th second that
+    share of the operations takes about ``slow_ms`` (the study's slow I/Os averaged ~234 ms),
+    and the second completes ``slow_loss`` fewer operations, as the stalls cost throughput.
     """
 
     median_us: float
@@ -41,6 +46,14 @@ class Workload:
     seconds: int = 3
     iosize: int = 8192
     flowops: tuple[str, ...] = ("read1",)
+    slow_share: float = 0.0
+    slow_ms: float = 234.0
+    slow_loss: float = 0.0
+    slow_every: int = 2
+
+    def stalled(self, t: int) -> bool:
+        """Whether second ``t`` is one of the slow ones."""
+        return self.slow_share > 0 and t % self.slow_every == self.slow_every - 1
 
 
 def bucket(ns: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -85,14 +98,29 @@ def _histogram_rows(
     ]
 
 
+def _samples(rng: np.random.Generator, spec: Workload, t: int) -> npt.NDArray[np.int64]:
+    """The latencies of the operations completed in second ``t``."""
+    stalled = spec.stalled(t)
+    ops = int(rng.poisson(spec.ops_s * (1 - spec.slow_loss) if stalled else spec.ops_s))
+    ns = rng.lognormal(math.log(spec.median_us * 1e3), spec.sigma, ops)
+    if stalled:
+        slow = rng.choice(ops, size=round(spec.slow_share * ops), replace=False)
+        ns[slow] = rng.lognormal(math.log(spec.slow_ms * 1e6), 0.1, slow.size)
+    return ns.astype(np.int64)
+
+
 def _workload(
-    rng: np.random.Generator, run_id: str, name: str, spec: Workload
+    rng: np.random.Generator,
+    run_id: str,
+    name: str,
+    spec: Workload,
+    slow_ns: Sequence[int] | None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """Intervals rows, latency rows and the summary.json entry of one workload."""
     intervals, samples = [], []
     for t in range(spec.seconds):
-        ops = int(rng.poisson(spec.ops_s))
-        ns = rng.lognormal(math.log(spec.median_us * 1e3), spec.sigma, ops).astype(np.int64)
+        ns = _samples(rng, spec, t)
+        ops = int(ns.size)
         samples.append(ns)
         s = np.sort(bucket(ns))
         intervals.append(
@@ -111,6 +139,9 @@ def _workload(
                 "p99_ns": brute_percentile(s, 99),
                 "p999_ns": brute_percentile(s, 99.9),
                 "max_ns": int(s[-1]),
+                # The engine's rule: operations whose bucket value is above each threshold.
+                "slow_ns": None if slow_ns is None else list(slow_ns),
+                "slow_ops": None if slow_ns is None else [int((s > t).sum()) for t in slow_ns],
             }
         )
     ns = np.concatenate(samples) if samples else np.zeros(0, dtype=np.int64)
@@ -168,7 +199,13 @@ def _fio_job(name: str, s: dict[str, Any]) -> dict[str, Any]:
 
 
 def _manifest(
-    run_id: str, workloads: dict[str, Workload], seed: int, status: str, reason: str | None
+    run_id: str,
+    workloads: dict[str, Workload],
+    seed: int,
+    status: str,
+    reason: str | None,
+    started_ns: int,
+    labels: Mapping[str, str],
 ) -> dict[str, Any]:
     runtime = max((w.seconds for w in workloads.values()), default=0)
     return {
@@ -177,10 +214,10 @@ def _manifest(
         "status": status,
         "reason": reason,
         "iowatt_version": "0.1.0",
-        "started_ns": _STARTED_NS,
-        "ended_ns": _STARTED_NS + (runtime + 1) * 1_000_000_000,
+        "started_ns": started_ns,
+        "ended_ns": started_ns + (runtime + 1) * 1_000_000_000,
         "seed": seed,
-        "labels": {"fixture": "yes", "seed": str(seed)},
+        "labels": {"fixture": "yes", "seed": str(seed), **labels},
         "config": {
             "target": "/mnt/test",
             "suite": "fixture",
@@ -229,17 +266,28 @@ def make_run(
     seed: int,
     status: str = "complete",
     reason: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    started_ns: int = _STARTED_NS,
+    slow_ns: Sequence[int] | None = DEFAULT_THRESHOLDS_NS,
 ) -> Path:
-    """Write the run directory ``dir/run_id`` and return its path."""
+    """Write the run directory ``dir/run_id`` and return its path.
+
+    ``labels`` are added to the fixture's own (e.g. ``{"env": "rack"}``); ``started_ns`` sets
+    the run's place in a series. ``slow_ns=None`` writes the intervals as runs did before they
+    counted slow operations: without the ``slow_ns``/``slow_ops`` columns.
+    """
     rng = np.random.default_rng(seed)
     run = dir / run_id
     run.mkdir(parents=True)
     intervals, latency, summaries = [], [], {}
     for name, spec in workloads.items():
-        i, lat, summaries[name] = _workload(rng, run_id, name, spec)
+        i, lat, summaries[name] = _workload(rng, run_id, name, spec, slow_ns)
         intervals += i
         latency += lat
-    pq.write_table(pa.Table.from_pylist(intervals, INTERVALS_SCHEMA), run / "intervals.parquet")
+    table = pa.Table.from_pylist(intervals, INTERVALS_SCHEMA)
+    if slow_ns is None:
+        table = table.drop_columns(["slow_ns", "slow_ops"])
+    pq.write_table(table, run / "intervals.parquet")
     pq.write_table(pa.Table.from_pylist(latency, LATENCY_SCHEMA), run / "latency.parquet")
     summary = {
         "run_id": run_id,
@@ -251,7 +299,7 @@ def make_run(
         },
     }
     (run / "summary.json").write_text(json.dumps(summary, indent=2))
-    manifest = _manifest(run_id, workloads, seed, status, reason)
+    manifest = _manifest(run_id, workloads, seed, status, reason, started_ns, labels or {})
     (run / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return run
 

@@ -44,9 +44,11 @@ from iowatt.target import (
     device_size,
     supports_odirect,
 )
-from iowatt.units import parse_duration, parse_size
+from iowatt.units import parse_duration, parse_size, parse_thresholds
 
 ENGINES = ("psync", "io_uring")
+# The study's thresholds: 100 ms (slow) and 200 ms (every I/O past it stalled the network).
+DEFAULT_SLOW_NS = (100_000_000, 200_000_000)
 POLL_S = 0.1
 
 
@@ -68,6 +70,8 @@ class WorkloadConfig:
     rate: float | None
     seed: int
     workingset: int = 0
+    # Each interval counts the operations above these latencies (ns).
+    slow_ns: list[int] = field(default_factory=lambda: list(DEFAULT_SLOW_NS))
 
 
 @dataclass
@@ -85,6 +89,8 @@ class BenchConfig:
     idle_s: float = 0.0
     # (CLOCK_REALTIME ns, CLOCK_MONOTONIC ns) at the start: maps meter logs onto the run later.
     clock_anchor: tuple[int, int] | None = None
+    # Where the run sits in a campaign (name, plan fingerprint, env, rep, entry), if it does.
+    campaign: dict[str, Any] | None = None
 
 
 @dataclass
@@ -102,6 +108,7 @@ class Options:
     dsync: bool = False
     rate: float | None = None
     seed: int | None = None
+    slow: str | None = None
 
 
 @dataclass
@@ -259,6 +266,7 @@ def _resolve(
         ramp_s=parse_duration(opts.ramp or 0, "--ramp"),
         rate=opts.rate,
         seed=seed,
+        slow_ns=parse_thresholds(opts.slow) if opts.slow else list(DEFAULT_SLOW_NS),
     )
     if wl.iosize <= 0:
         raise ConfigError(f"--iosize `{iosize}` must be at least one byte", "e.g. --iosize 4k")
@@ -486,6 +494,7 @@ def _write_run(
             "target": str(config.target) if config.target else None,
             "device": device,
             "suite": config.suite,
+            "campaign": config.campaign,
             # Each workload's parameters and, once it ran, the model the engine built from them.
             "workloads": [{**asdict(wl), "model": models.get(wl.name)} for wl in config.workloads],
             "power": {

@@ -53,6 +53,11 @@ class MeterFormatError(IowattError):
     """A meter log or channel map that does not have the shape its options promise."""
 
 
+class ImportFormatError(IowattError):
+    """A file given to ``iowatt import`` that is not the tool output it is taken for (or is
+    truncated, or from a version whose layout iowatt does not read)."""
+
+
 class RunNotFoundError(IowattError):
     """A run id or path that is not in the results directory."""
 

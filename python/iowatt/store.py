@@ -11,7 +11,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,10 @@ INTERVAL_SCHEMA = pa.schema(
         ("p99_ns", pa.int64()),
         ("p999_ns", pa.int64()),
         ("max_ns", pa.int64()),
+        # Operations above each slow threshold (the run's ``slow_ns``, 100 and 200 ms by
+        # default), counted from the interval's histogram by the rule latency.parquet follows.
+        ("slow_ns", pa.list_(pa.int64())),
+        ("slow_ops", pa.list_(pa.int64())),
     ]
 )
 LATENCY_SCHEMA = pa.schema(
@@ -230,49 +234,64 @@ def catalog(results: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyC
 
 def index_run(results: Path, run_dir: Path) -> None:
     """Adds (or refreshes) a run in the catalog and points the Parquet views at every run."""
+    index_runs(results, [run_dir])
+
+
+def index_runs(results: Path, run_dirs: Sequence[Path]) -> None:
+    """:func:`index_run` for many runs in one transaction, refreshing the views once."""
+    with catalog(results) as con:
+        con.execute("BEGIN")
+        for run_dir in run_dirs:
+            _index_one(con, run_dir)
+        con.execute("COMMIT")
+        _refresh_views(con, results)
+
+
+def _index_one(con: duckdb.DuckDBPyConnection, run_dir: Path) -> None:
     manifest = read_manifest(run_dir)
     summary = read_summary(run_dir)
     run_id = manifest["run_id"]
     workloads_cfg = {w["name"]: w for w in manifest["config"].get("workloads", [])}
-    with catalog(results) as con:
-        con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
-        con.execute("DELETE FROM workloads WHERE run_id = ?", [run_id])
-        con.execute("DELETE FROM energy WHERE run_id = ?", [run_id])
-        con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, make_timestamp(?::BIGINT // 1000),"
-            " make_timestamp(?::BIGINT // 1000), ?, ?, ?, ?, ?)",
+    for table in ("runs", "workloads", "energy"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+    con.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, ?, make_timestamp(?::BIGINT // 1000),"
+        " make_timestamp(?::BIGINT // 1000), ?, ?, ?, ?, ?)",
+        [
+            run_id,
+            manifest["kind"],
+            manifest["status"],
+            manifest.get("reason"),
+            manifest["started_ns"],
+            manifest["ended_ns"],
+            json.dumps(manifest.get("labels", {})),
+            manifest["config"].get("target"),
+            manifest["host"].get("hostname"),
+            manifest["iowatt_version"],
+            str(run_dir.resolve()),
+        ],
+    )
+    rows = []
+    for name, w in summary.get("workloads", {}).items():
+        cfg = workloads_cfg.get(name, {})
+        lat = w["latency_ns"]
+        rows.append(
             [
-                run_id,
-                manifest["kind"],
-                manifest["status"],
-                manifest.get("reason"),
-                manifest["started_ns"],
-                manifest["ended_ns"],
-                json.dumps(manifest.get("labels", {})),
-                manifest["config"].get("target"),
-                manifest["host"].get("hostname"),
-                manifest["iowatt_version"],
-                str(run_dir.resolve()),
-            ],
+                run_id, name, cfg.get("personality"), cfg.get("engine"), cfg.get("iosize"),
+                cfg.get("nthreads"), cfg.get("iodepth"), cfg.get("directio"), w["ops"],
+                w["ops_s"], w["mib_s"], w["errors"], w["runtime_s"], lat["p50"], lat["p99"],
+                lat["max"],
+            ]
+        )  # fmt: skip
+    if rows:
+        con.executemany(
+            "INSERT INTO workloads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
         )
-        for name, w in summary.get("workloads", {}).items():
-            cfg = workloads_cfg.get(name, {})
-            lat = w["latency_ns"]
-            con.execute(
-                "INSERT INTO workloads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    run_id, name, cfg.get("personality"), cfg.get("engine"), cfg.get("iosize"),
-                    cfg.get("nthreads"), cfg.get("iodepth"), cfg.get("directio"), w["ops"],
-                    w["ops_s"], w["mib_s"], w["errors"], w["runtime_s"], lat["p50"], lat["p99"],
-                    lat["max"],
-                ],
-            )  # fmt: skip
-        for row in energy_rows(summary.get("power") or {}):
-            con.execute(
-                "INSERT INTO energy VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, *row],
-            )
-        _refresh_views(con, results)
+    energy = [[run_id, *row] for row in energy_rows(summary.get("power") or {})]
+    if energy:
+        con.executemany(
+            "INSERT INTO energy VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", energy
+        )
 
 
 def energy_rows(power: Mapping[str, Any]) -> Iterator[list[Any]]:

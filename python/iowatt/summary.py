@@ -140,6 +140,8 @@ def interval_table(run_id: str, results: Sequence[Mapping[str, Any]]) -> pa.Tabl
             cols["mono_ns"].append(r["measure_start_ns"] + t_ns)
             for key in ("ops", "bytes", "errors", "p50_ns", "p99_ns", "p999_ns", "max_ns"):
                 cols[key].append(iv[key][i])
+            cols["slow_ns"].append(iv.get("slow_ns", []))
+            cols["slow_ops"].append(iv["slow_ops"][i] if "slow_ops" in iv else [])
             cols["ops_s"].append(iv["ops"][i] / dur if dur else 0.0)
             cols["mib_s"].append(iv["bytes"][i] / MIB / dur if dur else 0.0)
     return pa.table(cols, schema=INTERVAL_SCHEMA)

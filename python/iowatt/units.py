@@ -34,6 +34,17 @@ def parse_duration(text: str | float, option: str = "duration") -> float:
         raise ConfigError(f"{option}: {e.message}", e.hint) from None
 
 
+def parse_thresholds(text: str, option: str = "--slow") -> list[int]:
+    """Latency thresholds in ns from ``100ms,200ms`` (sorted, distinct, each above zero)."""
+    out = set()
+    for item in text.split(","):
+        ns = round(parse_duration(item.strip(), option) * 1e9)
+        if ns <= 0:
+            raise ConfigError(f"{option} `{item.strip()}` must be above zero", "e.g. 100ms,200ms")
+        out.add(ns)
+    return sorted(out)
+
+
 # Largest unit first: a value takes the first unit it reaches once rounded.
 _TIME_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 _BYTE_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B"))

@@ -131,6 +131,16 @@ impl LatencyHistogram {
         self.max()
     }
 
+    /// Operations whose bucket value is above `threshold_ns`: the rule Python applies to the
+    /// stored buckets, so per-interval counts add up to the run's exactly.
+    pub fn count_above(&self, threshold_ns: u64) -> u64 {
+        self.buckets()
+            .iter()
+            .filter(|b| b.value_ns > threshold_ns)
+            .map(|b| b.count)
+            .sum()
+    }
+
     /// The non-empty buckets in increasing order of value.
     pub fn buckets(&self) -> Vec<Bucket> {
         self.hist
@@ -216,6 +226,24 @@ mod tests {
         let mut h = LatencyHistogram::new();
         samples(3, 10_000).iter().for_each(|&v| h.record(v));
         assert_eq!(h.buckets().iter().map(|b| b.count).sum::<u64>(), 10_000);
+    }
+
+    #[test]
+    fn count_above_counts_buckets_past_the_threshold() {
+        let mut h = LatencyHistogram::new();
+        for v in [1_000, 150_000_000, 150_000_000, 250_000_000] {
+            h.record(v);
+        }
+        assert_eq!(h.count_above(100_000_000), 3);
+        assert_eq!(h.count_above(200_000_000), 1);
+        assert_eq!(h.count_above(MAX_NS), 0);
+        let from_buckets: u64 = h
+            .buckets()
+            .iter()
+            .filter(|b| b.value_ns > 100_000_000)
+            .map(|b| b.count)
+            .sum();
+        assert_eq!(from_buckets, 3);
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub struct IntervalRow {
     pub p99_ns: u64,
     pub p999_ns: u64,
     pub max_ns: u64,
+    /// Operations above each of the run's slow thresholds, in the same order.
+    pub slow_ops: Vec<u64>,
 }
 
 /// What one or more workers did in one interval, merged before it becomes a row.
@@ -42,7 +44,7 @@ impl IntervalAccum {
         self.hist.reset();
     }
 
-    pub fn to_row(&self, t_ns: u64, duration_ns: u64) -> IntervalRow {
+    pub fn to_row(&self, t_ns: u64, duration_ns: u64, slow_ns: &[u64]) -> IntervalRow {
         IntervalRow {
             t_ns,
             duration_ns,
@@ -53,6 +55,25 @@ impl IntervalAccum {
             p99_ns: self.hist.percentile(99.0),
             p999_ns: self.hist.percentile(99.9),
             max_ns: self.hist.max(),
+            slow_ops: slow_ns.iter().map(|&t| self.hist.count_above(t)).collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_counts_operations_above_each_slow_threshold() {
+        let mut accum = IntervalAccum::default();
+        for ns in [2_000_000, 120_000_000, 230_000_000, 240_000_000] {
+            accum.ops += 1;
+            accum.hist.record(ns);
+        }
+        let row = accum.to_row(0, 1_000_000_000, &[100_000_000, 200_000_000]);
+        assert_eq!(row.slow_ops, vec![3, 2]);
+        let empty = IntervalAccum::default().to_row(0, 1_000_000_000, &[100_000_000]);
+        assert_eq!(empty.slow_ops, vec![0]);
     }
 }

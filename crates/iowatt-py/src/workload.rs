@@ -107,12 +107,16 @@ impl WorkloadRun {
                 "the run has not ended; call wait()",
             )),
             Some(Err(e)) => Err(from_workload(py, e)),
-            Some(Ok(out)) => output_dict(py, out),
+            Some(Ok(out)) => output_dict(py, out, &self.workload.slow_ns),
         }
     }
 }
 
-fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<'py, PyDict>> {
+fn output_dict<'py>(
+    py: Python<'py>,
+    out: &Output,
+    slow_ns: &[u64],
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let (status, reason) = match &out.status {
         Status::Complete => ("complete", None),
@@ -158,6 +162,11 @@ fn output_dict<'py>(py: Python<'py>, out: &Output) -> PyResult<Bound<'py, PyDict
         rows.iter().map(|r| r.p999_ns).collect::<Vec<_>>(),
     )?;
     iv.set_item("max_ns", rows.iter().map(|r| r.max_ns).collect::<Vec<_>>())?;
+    iv.set_item("slow_ns", slow_ns)?;
+    iv.set_item(
+        "slow_ops",
+        rows.iter().map(|r| r.slow_ops.clone()).collect::<Vec<_>>(),
+    )?;
     d.set_item("intervals", iv)?;
     Ok(d)
 }

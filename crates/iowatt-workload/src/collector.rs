@@ -10,6 +10,7 @@ use crate::recorder::IntervalMsg;
 
 pub struct Collector {
     interval_ns: u64,
+    slow_ns: Vec<u64>,
     /// Highest interval index each worker has handed over, i.e. moved past; `None` until its
     /// first message.
     reported: Vec<Option<u64>>,
@@ -19,9 +20,10 @@ pub struct Collector {
 }
 
 impl Collector {
-    pub fn new(workers: usize, interval_ns: u64) -> Self {
+    pub fn new(workers: usize, interval_ns: u64, slow_ns: Vec<u64>) -> Self {
         Self {
             interval_ns,
+            slow_ns,
             reported: vec![None; workers],
             finished: vec![false; workers],
             pending: BTreeMap::new(),
@@ -70,10 +72,10 @@ impl Collector {
         for empty in next..index {
             let t = empty * self.interval_ns;
             self.rows
-                .push(IntervalAccum::default().to_row(t, self.interval_ns));
+                .push(IntervalAccum::default().to_row(t, self.interval_ns, &self.slow_ns));
         }
         self.rows
-            .push(accum.to_row(index * self.interval_ns, duration_ns));
+            .push(accum.to_row(index * self.interval_ns, duration_ns, &self.slow_ns));
     }
 
     /// Final rows for a measured phase of `measured_ns`; the last interval may be short.
@@ -97,8 +99,11 @@ impl Collector {
             } else {
                 self.interval_ns
             };
-            self.rows
-                .push(IntervalAccum::default().to_row(index * self.interval_ns, duration));
+            self.rows.push(IntervalAccum::default().to_row(
+                index * self.interval_ns,
+                duration,
+                &self.slow_ns,
+            ));
         }
         self.rows.truncate(wanted as usize);
         if partial > 0 {
@@ -132,7 +137,7 @@ mod tests {
 
     #[test]
     fn an_interval_waits_for_every_worker_then_merges() {
-        let mut c = Collector::new(2, 10);
+        let mut c = Collector::new(2, 10, vec![]);
         c.add(msg(0, 0, 5, false));
         c.add(msg(0, 1, 5, false));
         assert!(c.rows.is_empty(), "worker 1 has not reported interval 0");
@@ -143,7 +148,7 @@ mod tests {
 
     #[test]
     fn quiet_intervals_become_empty_rows_and_late_ops_are_dropped() {
-        let mut c = Collector::new(1, 10);
+        let mut c = Collector::new(1, 10, vec![]);
         c.add(msg(0, 0, 2, false));
         c.add(msg(0, 3, 4, false));
         c.add(msg(0, 5, 9, true));

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::WorkloadError;
-use crate::spec::{Engine, FileSpec, Flowop, OpKind, ThreadSpec, Workload};
+use crate::spec::{default_slow_ns, Engine, FileSpec, Flowop, OpKind, ThreadSpec, Workload};
 
 pub const PERSONALITIES: [&str; 6] = [
     "randomread",
@@ -44,6 +44,8 @@ pub struct FileIo {
     pub seed: u64,
     #[serde(default)]
     pub workingset: u64,
+    #[serde(default = "default_slow_ns")]
+    pub slow_ns: Vec<u64>,
 }
 
 impl FileIo {
@@ -95,6 +97,7 @@ impl FileIo {
             rate: self.rate,
             seed: self.seed,
             interval_ns: 1_000_000_000,
+            slow_ns: self.slow_ns.clone(),
         })
     }
 

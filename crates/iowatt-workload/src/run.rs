@@ -95,7 +95,7 @@ pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadE
         Phase::Running
     });
 
-    let mut collector = Collector::new(nworkers, workload.interval_ns);
+    let mut collector = Collector::new(nworkers, workload.interval_ns, workload.slow_ns.clone());
     let mut stopped_at = None;
     let results: Vec<WorkerResult> = std::thread::scope(|scope| {
         let handles: Vec<_> = workers

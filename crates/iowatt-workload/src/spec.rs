@@ -77,10 +77,18 @@ pub struct Workload {
     pub seed: u64,
     #[serde(default = "default_interval_ns")]
     pub interval_ns: u64,
+    /// Latency thresholds each interval counts the operations above (the study's 100 and
+    /// 200 ms by default): a second's slow share, against its throughput.
+    #[serde(default = "default_slow_ns")]
+    pub slow_ns: Vec<u64>,
 }
 
 fn default_interval_ns() -> u64 {
     1_000_000_000
+}
+
+pub fn default_slow_ns() -> Vec<u64> {
+    vec![100_000_000, 200_000_000]
 }
 
 impl Workload {

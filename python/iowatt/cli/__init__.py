@@ -23,7 +23,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from iowatt.cli import bench, energy, power, report, runs, sweep
+    from iowatt.cli import bench, campaign, compare, energy, imports, power, report, runs, sweep
 
     cli.add_command(bench.bench)
     cli.add_command(power.power)
@@ -31,6 +31,9 @@ def _register() -> None:
     cli.add_command(runs.runs)
     cli.add_command(report.report)
     cli.add_command(sweep.sweep)
+    cli.add_command(campaign.campaign_cmd)
+    cli.add_command(compare.compare_cmd)
+    cli.add_command(imports.import_cmd)
 
 
 def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -8,9 +8,13 @@ from pathlib import Path
 import click
 
 from iowatt import bench as bench_lib
-from iowatt.bench import Options, SilentReporter
+from iowatt import campaign as campaign_lib
+from iowatt.bench import DEFAULT_SLOW_NS, BenchConfig, Options, Reporter, SilentReporter
 from iowatt.cli.power import SOURCE_HELP
 from iowatt.cli.progress import RichReporter
+from iowatt.compare.data import Filters, load_rows
+from iowatt.compare.render import render
+from iowatt.compare.table import Settings, compare
 from iowatt.errors import ConfigError
 from iowatt.fileio import PERSONALITIES, SUITES
 from iowatt.power import DEFAULT_HZ, parse_source
@@ -33,7 +37,9 @@ from iowatt.units import parse_duration
 @click.option("--dsync", is_flag=True, help="Open files with O_DSYNC.")
 @click.option("--rate", type=float, help="Open-loop rate limit in ops/s across all threads.")
 @click.option("--seed", type=int, help="Seed for offsets and data (recorded in the run).")
+@click.option("--slow", help="Count operations above these latencies each second [100ms,200ms].")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
+@click.option("--repeat", type=int, default=1, help="Run it N times and summarise the series.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--destroy-data", is_flag=True, help="Allow writing over a device with data on it.")
 @click.option("--power", "power", multiple=True, metavar="SOURCE", help=SOURCE_HELP)
@@ -54,6 +60,7 @@ def bench(
     power_hz: float,
     idle: str | None,
     no_report: bool,
+    repeat: int,
     quiet: bool,
     as_json: bool,
     **opts: object,
@@ -83,6 +90,9 @@ def bench(
     if idle and not power:
         raise ConfigError("--idle needs --power", "e.g. --power rapl --idle 30s")
     config.idle_s = parse_duration(idle, "--idle") if idle else 0.0
+    if repeat != 1:
+        _repeat(config, repeat, quiet or as_json, as_json)
+        return
     reporter = SilentReporter() if quiet or as_json else RichReporter()
     try:
         run_dir = bench_lib.run(config, reporter)
@@ -96,3 +106,29 @@ def bench(
         click.echo(f"run {run_dir.name} written to {run_dir}")
         if (run_dir / "report.html").exists():
             click.echo(f"report: {run_dir / 'report.html'}")
+
+
+def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool) -> None:
+    """The quick form of a campaign: one environment, N runs, then the series' statistics."""
+    bars: list[RichReporter] = []
+
+    def reporter(rep: int) -> Reporter:
+        for b in bars:
+            b.close()
+        if quiet:
+            return SilentReporter()
+        click.echo(f"run {rep} of {times}", err=True)
+        bars.append(RichReporter())
+        return bars[-1]
+
+    try:
+        series, _ = campaign_lib.repeat(config, times, reporter)
+    finally:
+        for b in bars:
+            b.close()
+    rows = load_rows(config.results, Filters({"series": series}), "series", DEFAULT_SLOW_NS)
+    comparison = compare(rows, Settings(by="series"))
+    click.echo(render(comparison, rows, "json" if as_json else "text", "long"), nl=False)
+    if not as_json:
+        for warning in comparison.warnings():
+            click.echo(f"warning: {warning}", err=True)

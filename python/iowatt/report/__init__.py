@@ -23,7 +23,9 @@ from iowatt.report.context import (
     workload_row,
 )
 from iowatt.report.load import load_run
+from iowatt.report.series import code_spans, consecutive_runs
 from iowatt.report.sweep import sweep_views
+from iowatt.report.tails import report_thresholds, slow_section, threshold_label
 
 __all__ = ["write_report"]
 
@@ -34,6 +36,7 @@ _ENV = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+_ENV.filters["code_spans"] = code_spans
 
 
 def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
@@ -46,14 +49,22 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         raise ValueError("write_report needs at least one run directory")
     runs = [load_run(Path(d)) for d in run_dirs]
     style = styles(runs)
+    thresholds = report_thresholds(runs)
     html = _ENV.get_template("template.html").render(
         runs=[run_view(run) for run in runs],
         sweeps=sweep_views(runs),
         # Sweep runs have no workloads; a report of sweeps only leaves the bench sections out.
         show_bench=any(run.sweep is None for run in runs),
-        rows=[workload_row(run, w, style[run.run_id, w]) for run in runs for w in run.workloads],
+        rows=[
+            workload_row(run, w, style[run.run_id, w], thresholds)
+            for run in runs
+            for w in run.workloads
+        ],
         plots={plot.name: plot for plot in build_plots(runs, style)},
         percentiles=[f"p{p:g}" if p < 100 else "max" for p in PERCENTILES],
+        thresholds=[(threshold_label(t), t) for t in thresholds],
+        slow=slow_section(runs, style),
+        series=consecutive_runs(runs),
         energy=energy_rows(runs),
         power_plots=power_plots(runs),
         version=__version__,

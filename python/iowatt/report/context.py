@@ -18,6 +18,7 @@ from iowatt.report import plots
 from iowatt.report.load import Run
 from iowatt.report.plots import Bar, Line, Plot, PowerPanel, Style
 from iowatt.report.sweep import sweep_facts
+from iowatt.report.tails import TailCell, tail_cells
 from iowatt.units import (
     format_bytes,
     format_duration,
@@ -72,6 +73,8 @@ class WorkloadRow:
     runtime: str
     samples: int
     percentiles: list[Cell]
+    # the share of operations above each of the report's slow thresholds
+    tails: list[TailCell]
 
 
 def _timestamp(ns: Any) -> str:
@@ -138,8 +141,11 @@ def _number(summary: dict[str, Any], key: str, fmt: Callable[[Any], str]) -> str
     return fmt(value) if isinstance(value, int | float) else "—"
 
 
-def workload_row(run: Run, workload: str, style: Style) -> WorkloadRow:
-    """Throughput from summary.json and exact percentiles from latency.parquet."""
+def workload_row(
+    run: Run, workload: str, style: Style, thresholds: Sequence[int] = ()
+) -> WorkloadRow:
+    """Throughput from summary.json; exact percentiles and shares above each of
+    ``thresholds`` (ns) from latency.parquet."""
     summary = run.summary.get("workloads", {}).get(workload, {})
     hist = run.latency.get(workload)
     cells = []
@@ -158,6 +164,7 @@ def workload_row(run: Run, workload: str, style: Style) -> WorkloadRow:
         runtime=_number(summary, "runtime_s", format_duration),
         samples=hist.total if hist is not None else 0,
         percentiles=cells,
+        tails=tail_cells(run, workload, thresholds),
     )
 
 

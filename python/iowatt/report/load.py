@@ -1,13 +1,15 @@
 """Reading run directories (docs/run-store.md) into what the report draws.
 
 Only ``manifest.json`` is required: a run stopped early may lack the rest or have empty
-Parquet files, and the report shows "no data" for it instead of failing.
+Parquet files, and the report shows "no data" for it instead of failing. Runs recorded before
+``intervals.parquet`` had its ``slow_ns``/``slow_ops`` columns (or imported ones) simply have
+no per-interval slow counts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,26 @@ class Histogram:
     def total(self) -> int:
         """Operations recorded in the histogram."""
         return int(self.counts.sum())
+
+
+@dataclass(frozen=True)
+class SlowCounts:
+    """One workload's per-interval counts of operations above each slow threshold.
+
+    Read from the ``slow_ns``/``slow_ops`` list columns of ``intervals.parquet``, in interval
+    order, with the interval's ``ops`` and ``ops_s`` beside them so they can be related.
+    """
+
+    thresholds_ns: tuple[int, ...]
+    ops: npt.NDArray[np.int64]
+    ops_s: npt.NDArray[np.float64]
+    # intervals × thresholds
+    slow_ops: npt.NDArray[np.int64]
+
+    @property
+    def any_slow(self) -> bool:
+        """Whether any interval had an operation above the lowest threshold."""
+        return bool(self.slow_ops.size and self.slow_ops.max() > 0)
 
 
 @dataclass(frozen=True)
@@ -67,6 +89,8 @@ class Run:
     # "source/channel" → (seconds since the power recording began, watts)
     power: dict[str, PowerSeries]
     sweep: SweepData | None = None
+    # per-interval slow-operation counts, for the workloads whose intervals carry them
+    slow: dict[str, SlowCounts] = field(default_factory=dict)
 
     @property
     def kind(self) -> str | None:
@@ -106,6 +130,41 @@ def _intervals(table: pa.Table | None) -> dict[str, dict[str, npt.NDArray[np.flo
         name: {c: rows[c].to_numpy().astype(np.float64) for c in _INTERVAL_COLUMNS}
         for name, rows in _by_workload(table)
     }
+
+
+def _slow_counts(rows: pa.Table) -> SlowCounts | None:
+    """The slow counts of one workload's intervals, or ``None`` when they have none.
+
+    Every interval must carry the same thresholds and one count per threshold; anything else
+    (an old run, an import, an interval written without them) is treated as no data rather
+    than guessed at, since a missing count would read as a fast second.
+    """
+    if "slow_ns" not in rows.column_names or "slow_ops" not in rows.column_names:
+        return None
+    thresholds = rows["slow_ns"].to_pylist()
+    counts = rows["slow_ops"].to_pylist()
+    first = thresholds[0] if thresholds else None
+    if not first or any(t != first for t in thresholds):
+        return None
+    if any(c is None or len(c) != len(first) for c in counts):
+        return None
+    return SlowCounts(
+        thresholds_ns=tuple(int(t) for t in first),
+        ops=rows["ops"].to_numpy().astype(np.int64),
+        ops_s=rows["ops_s"].to_numpy().astype(np.float64),
+        slow_ops=np.array(counts, dtype=np.int64).reshape(len(counts), len(first)),
+    )
+
+
+def _slow(table: pa.Table | None) -> dict[str, SlowCounts]:
+    if table is not None:
+        table = table.sort_by("t_s")
+    out = {}
+    for name, rows in _by_workload(table):
+        counts = _slow_counts(rows)
+        if counts is not None:
+            out[name] = counts
+    return out
 
 
 def _latency(table: pa.Table | None) -> dict[str, Histogram]:
@@ -190,11 +249,13 @@ def load_run(path: Path) -> Run:
         # A sweep's intervals and histograms are per disk *and step*: merged per disk they
         # would mix every stimulus level, so the sweep section reads them itself.
         return Run(path, manifest, summary, {}, {}, power, sweep=_sweep(path))
+    intervals = _read_parquet(path / "intervals.parquet")
     return Run(
         path=path,
         manifest=manifest,
         summary=summary,
-        intervals=_intervals(_read_parquet(path / "intervals.parquet")),
+        intervals=_intervals(intervals),
         latency=_latency(_read_parquet(path / "latency.parquet")),
         power=power,
+        slow=_slow(intervals),
     )

@@ -226,3 +226,41 @@ def power_over_time(panels: Sequence[PowerPanel], name: str) -> str | None:
             twin.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
     axes[-1].set_xlabel("time since the power recording began (s)")
     return _to_svg(fig, name)
+
+
+# Thresholds are told apart by colour in the slow-operation plots: amber, red, purple, blue.
+THRESHOLD_COLORS = ("#e69f00", "#c0392b", "#6a3d9a", "#1f78b4")
+
+
+@dataclass(frozen=True)
+class SlowShares:
+    """One threshold's per-interval share of slow operations, for :func:`slow_scatter`."""
+
+    label: str
+    color: str
+    share: npt.NDArray[np.float64]
+
+
+def slow_scatter(
+    ops_s: npt.NDArray[np.float64], shares: Sequence[SlowShares], name: str
+) -> str | None:
+    """Each interval's ops/s against its share of operations above each threshold.
+
+    Seconds without a slow operation sit at x = 0; if slow operations stall the workload,
+    the points to their right sit lower. Higher thresholds are drawn last, on top.
+    """
+    if not ops_s.size or not shares:
+        return None
+    fig = Figure(figsize=_FIGSIZE, layout="constrained")
+    ax = fig.subplots()
+    for s in shares:
+        ax.scatter(100 * s.share, ops_s, s=14, color=s.color, alpha=0.6, lw=0, label=s.label)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g} %"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
+    ax.set_xlabel("share of the interval's operations above the threshold")
+    ax.set_ylabel("ops/s")
+    ax.grid(alpha=0.3)
+    _legend(fig, [s.label for s in shares])
+    return _to_svg(fig, name)

@@ -26,6 +26,7 @@ fn fileio(personality: &str, dir: &TempDir) -> FileIo {
         rate: None,
         seed: 42,
         workingset: 0,
+        slow_ns: vec![100_000_000, 200_000_000],
     }
 }
 

@@ -1,0 +1,446 @@
+"""Campaigns: a declared matrix of workloads × environments × repetitions, run in an order that
+does not confound time with environment, and resumable.
+
+A campaign file (TOML, docs/campaign.md) names the workloads (bench options), the environments
+(labels and the commands that set them up and tear them down) and how many repetitions each
+pair gets. Every run is an ordinary bench run labelled ``campaign=<name> env=<env> rep=<n>``
+plus the environment's labels, so ``iowatt compare`` and ``iowatt runs`` see it like any other.
+
+Resuming: a campaign's finished runs are found in the catalog by its name; running the same
+file again does only the runs still missing. A file whose workloads or environments changed
+since (its ``plan`` fingerprint differs) is refused rather than mixed into the old results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from iowatt import bench as bench_lib
+from iowatt.bench import BenchConfig, Options, Reporter
+from iowatt.errors import ConfigError, IowattError, RunInterrupted
+from iowatt.store import list_runs, new_run_id, read_manifest
+from iowatt.units import parse_duration
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+ORDERS = ("interleaved", "blocked", "random")
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+_OPTION_KEYS = tuple(f.name for f in fields(Options) if f.name != "seed")
+_TOP_KEYS = ("name", "repetitions", "order", "cooldown", "drop_caches", "target",
+             "destroy_data", "seed", "labels", "defaults", "workload", "env")  # fmt: skip
+_WORKLOAD_KEYS = ("run", "suite", *_OPTION_KEYS)
+_ENV_KEYS = ("name", "labels", "setup", "teardown")
+# Labels iowatt sets on every campaign run; an environment may not redefine them.
+_RESERVED_LABELS = ("campaign", "env", "rep")
+
+
+@dataclass(frozen=True)
+class Env:
+    name: str
+    labels: dict[str, str]
+    setup: str | None = None
+    teardown: str | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One workload line of the matrix: a personality, a suite workload or a whole suite."""
+
+    run: str | None
+    suite: str | None
+    options: dict[str, Any]
+
+    @property
+    def title(self) -> str:
+        return self.run or f"suite {self.suite}"
+
+
+@dataclass
+class Campaign:
+    name: str
+    source: Path
+    entries: list[Entry]
+    envs: list[Env]
+    repetitions: int = 3
+    order: str = "interleaved"
+    cooldown_s: float = 0.0
+    drop_caches: bool = False
+    target: Path | None = None
+    destroy_data: bool = False
+    seed: int = 1
+    labels: dict[str, str] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def plan_id(self) -> str:
+        """A fingerprint of what the runs measure; repetitions, order and pauses may change."""
+        what = {
+            "defaults": self.defaults,
+            "entries": [[e.run, e.suite, e.options] for e in self.entries],
+            "envs": [[e.name, e.labels] for e in self.envs],
+            "seed": self.seed,
+            "target": str(self.target) if self.target else None,
+        }
+        blob = json.dumps(what, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    index: int
+    env: Env
+    rep: int
+    entry_no: int
+    entry: Entry
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.env.name, self.rep, self.entry_no)
+
+
+# --- the file -----------------------------------------------------------------------------
+
+
+def load(path: Path, *, target: Path | None = None, destroy_data: bool = False) -> Campaign:
+    """Reads and checks a campaign file; every workload is planned once so a bad option is
+    reported before anything runs."""
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"no campaign file `{path}`", "check the path") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"`{path}` is not valid TOML: {e}", "see docs/campaign.md") from None
+    where = path.name
+    _check_keys(doc, _TOP_KEYS, where, "the top level")
+    envs = [_env(e, i, where) for i, e in enumerate(_tables(doc, "env", where), 1)]
+    entries = [_entry(w, i, where) for i, w in enumerate(_tables(doc, "workload", where), 1)]
+    if not entries or not envs:
+        missing = "[[workload]]" if not entries else "[[env]]"
+        raise ConfigError(
+            f"{where}: no {missing} table", "a campaign needs at least one workload and one env"
+        )
+    names = [e.name for e in envs]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: env names repeat: {', '.join(names)}", "give each a name")
+    defaults = doc.get("defaults", {})
+    _check_keys(defaults, _OPTION_KEYS, where, "[defaults]")
+    order = doc.get("order", "interleaved")
+    if order not in ORDERS:
+        raise ConfigError(f"{where}: unknown order `{order}`", f"orders are: {', '.join(ORDERS)}")
+    repetitions = doc.get("repetitions", 3)
+    if not isinstance(repetitions, int) or repetitions < 1:
+        raise ConfigError(f"{where}: repetitions `{repetitions}` must be a whole number ≥ 1", None)
+    name = str(doc.get("name") or path.stem)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ConfigError(
+            f"{where}: campaign name `{name}` is not a plain name",
+            "use letters, digits, '.', '_' and '-' (it labels runs and names the report)",
+        )
+    campaign = Campaign(
+        name=name,
+        source=path,
+        entries=entries,
+        envs=envs,
+        repetitions=repetitions,
+        order=order,
+        cooldown_s=parse_duration(doc.get("cooldown", 0), "cooldown"),
+        drop_caches=bool(doc.get("drop_caches", False)),
+        target=target or (Path(doc["target"]) if doc.get("target") else None),
+        destroy_data=destroy_data or bool(doc.get("destroy_data", False)),
+        seed=int(doc.get("seed", 1)),
+        labels=_labels(doc.get("labels", {}), where, "labels"),
+        defaults=defaults,
+    )
+    if campaign.drop_caches and not os.access(DROP_CACHES, os.W_OK):
+        raise ConfigError(
+            f"{where}: drop_caches needs write access to {DROP_CACHES}",
+            "run as root, or set drop_caches = false",
+        )
+    for no in range(1, len(entries) + 1):
+        bench_config(campaign, no, campaign.envs[0], 1, Path("."))
+    return campaign
+
+
+def _tables(doc: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, Any]]:
+    items = doc.get(key, [])
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ConfigError(f"{where}: `{key}` must be an array of tables", f"write [[{key}]]")
+    return items
+
+
+def _check_keys(table: Mapping[str, Any], known: tuple[str, ...], where: str, part: str) -> None:
+    for key in table:
+        if key not in known:
+            raise ConfigError(
+                f"{where}: unknown key `{key}` in {part}", f"keys there are: {', '.join(known)}"
+            )
+
+
+def _labels(value: Any, where: str, part: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: {part} must be a table", 'e.g. labels = { rack = "metal" }')
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _env(table: Mapping[str, Any], i: int, where: str) -> Env:
+    part = f"[[env]] #{i}"
+    _check_keys(table, _ENV_KEYS, where, part)
+    if not table.get("name"):
+        raise ConfigError(f"{where}: {part} has no name", 'e.g. name = "quiet-room"')
+    labels = _labels(table.get("labels", {}), where, f"{part} labels")
+    for key in _RESERVED_LABELS:
+        if key in labels:
+            raise ConfigError(f"{where}: {part} sets the label `{key}`", "iowatt sets it itself")
+    return Env(str(table["name"]), labels, table.get("setup"), table.get("teardown"))
+
+
+def _entry(table: Mapping[str, Any], i: int, where: str) -> Entry:
+    part = f"[[workload]] #{i}"
+    _check_keys(table, _WORKLOAD_KEYS, where, part)
+    if bool(table.get("run")) == bool(table.get("suite")):
+        raise ConfigError(
+            f"{where}: {part} needs either `run` or `suite`",
+            'e.g. run = "randomwrite", or suite = "fileio"',
+        )
+    options = {k: v for k, v in table.items() if k in _OPTION_KEYS}
+    return Entry(table.get("run"), table.get("suite"), options)
+
+
+# --- the order ----------------------------------------------------------------------------
+
+
+def schedule(campaign: Campaign) -> list[PlannedRun]:
+    """Every run of the matrix in the order they will run.
+
+    ``interleaved`` (ABAB…): each repetition visits every environment, so a drift over time
+    hits every environment alike; ``blocked`` (AAA…BBB…) runs an environment's repetitions
+    together (what carry-over needs to be seen); ``random`` shuffles the environments within
+    each repetition with the campaign's seed.
+    """
+    shuffle = random.Random(campaign.seed)
+
+    def pairs() -> Iterator[tuple[Env, int]]:
+        if campaign.order == "blocked":
+            for env in campaign.envs:
+                for rep in range(1, campaign.repetitions + 1):
+                    yield env, rep
+            return
+        for rep in range(1, campaign.repetitions + 1):
+            envs = list(campaign.envs)
+            if campaign.order == "random":
+                shuffle.shuffle(envs)
+            for env in envs:
+                yield env, rep
+
+    planned: list[PlannedRun] = []
+    for env, rep in pairs():
+        for no, entry in enumerate(campaign.entries, 1):
+            planned.append(PlannedRun(len(planned) + 1, env, rep, no, entry))
+    return planned
+
+
+def bench_config(
+    campaign: Campaign, entry_no: int, env: Env, rep: int, results: Path
+) -> BenchConfig:
+    """The bench run of one cell of the matrix; repetition r of every env shares a seed."""
+    entry = campaign.entries[entry_no - 1]
+    merged = {**campaign.defaults, **entry.options}
+    try:
+        opts = Options(**merged, seed=campaign.seed + rep - 1)
+    except TypeError as e:  # a value of the wrong type for an option
+        raise ConfigError(f"{campaign.source.name}: {e}", "see `iowatt bench --help`") from None
+    labels = {**campaign.labels, **env.labels}
+    labels.update(campaign=campaign.name, env=env.name, rep=str(rep))
+    config = bench_lib.plan(
+        entry.run,
+        opts,
+        suite=entry.suite,
+        target=campaign.target,
+        results=results,
+        labels=labels,
+        destroy_data=campaign.destroy_data,
+    )
+    config.report = False
+    config.campaign = {
+        "name": campaign.name,
+        "plan": campaign.plan_id,
+        "env": env.name,
+        "rep": rep,
+        "entry": entry.title,
+        "entry_no": entry_no,
+        "source": str(campaign.source),
+    }
+    return config
+
+
+# --- running ------------------------------------------------------------------------------
+
+
+class CampaignReporter(Protocol):
+    def started(self, campaign: Campaign, total: int, done: int) -> None: ...
+    def run_started(self, run: PlannedRun, total: int) -> Reporter: ...
+    def run_finished(self, run: PlannedRun, total: int, run_dir: Path) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+def finished_runs(campaign: Campaign, results: Path) -> dict[tuple[str, int, int], Path]:
+    """The campaign's complete runs already in ``results``, by (env, rep, entry number)."""
+    if not (results / "catalog.duckdb").exists():
+        return {}
+    done: dict[tuple[str, int, int], Path] = {}
+    for row in list_runs(results, {"campaign": campaign.name}, status="complete"):
+        info = read_manifest(Path(row["path"]))["config"].get("campaign") or {}
+        if info.get("plan") != campaign.plan_id:
+            raise ConfigError(
+                f"campaign `{campaign.name}` in `{results}` was run from a different plan "
+                f"(run {row['run_id']})",
+                "its workloads or environments changed: give the campaign a new name, "
+                "or use another --results",
+            )
+        done[(info["env"], info["rep"], info["entry_no"])] = Path(row["path"])
+    return done
+
+
+def run(campaign: Campaign, results: Path, reporter: CampaignReporter) -> list[Path]:
+    """Runs what is missing of the campaign; returns every finished run directory in order.
+
+    Each run is committed as it ends, so an interruption keeps every finished run; the
+    environment that was set up is torn down on every exit.
+    """
+    results.mkdir(parents=True, exist_ok=True)
+    planned = schedule(campaign)
+    done = finished_runs(campaign, results)
+    todo = [p for p in planned if p.key not in done]
+    reporter.started(campaign, len(planned), len(planned) - len(todo))
+    env_vars = _target_vars(campaign.target)
+    current: Env | None = None
+    try:
+        for n, p in enumerate(todo):
+            if current is None or current.name != p.env.name:
+                if current is not None:
+                    _command(current, "teardown", env_vars, campaign)
+                current = p.env
+                _command(current, "setup", env_vars, campaign)
+            if n > 0 and campaign.cooldown_s > 0:
+                reporter.note(f"cooling down for {campaign.cooldown_s:g} s")
+                time.sleep(campaign.cooldown_s)
+            if campaign.drop_caches:
+                _drop_caches()
+            config = bench_config(campaign, p.entry_no, p.env, p.rep, results)
+            run_dir = bench_lib.run(config, reporter.run_started(p, len(planned)))
+            done[p.key] = run_dir
+            reporter.run_finished(p, len(planned), run_dir)
+    except KeyboardInterrupt:
+        raise RunInterrupted(_stopped_message(campaign, done, planned)) from None
+    except IowattError as e:
+        e.message = f"{e.message} ({_stopped_message(campaign, done, planned)})"
+        raise
+    finally:
+        if current is not None:
+            with _no_interrupts():
+                _command(current, "teardown", env_vars, campaign, raise_error=False)
+    return [done[p.key] for p in planned if p.key in done]
+
+
+def _stopped_message(campaign: Campaign, done: Mapping[Any, Path], planned: list[Any]) -> str:
+    return (
+        f"campaign `{campaign.name}` stopped with {len(done)} of {len(planned)} runs finished; "
+        "run it again to do the rest"
+    )
+
+
+def _target_vars(target: Path | None) -> dict[str, str]:
+    """What set-up commands may use: the target and the disk it is on (for blkio limits)."""
+    out = {"IOWATT_TARGET": str(target or "")}
+    devno = ""
+    if target is not None and target.exists():
+        from iowatt.sweep.throttle import whole_disk_devnum
+
+        st = os.stat(target)
+        dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
+        try:
+            disk = whole_disk_devnum(dev)
+            devno = f"{os.major(disk)}:{os.minor(disk)}"
+        except IowattError:
+            devno = ""  # tmpfs and other virtual file systems are on no disk
+    out["IOWATT_DEVNO"] = devno
+    return out
+
+
+def _command(
+    env: Env,
+    which: str,
+    env_vars: Mapping[str, str],
+    campaign: Campaign,
+    raise_error: bool = True,
+) -> None:
+    command = env.setup if which == "setup" else env.teardown
+    if not command:
+        return
+    variables = {**os.environ, **env_vars, "IOWATT_ENV": env.name, "IOWATT_CAMPAIGN": campaign.name}
+    done = subprocess.run(
+        command, shell=True, env=variables, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0 and raise_error:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise ConfigError(
+            f"{which} of env `{env.name}` failed (exit {done.returncode}): `{command}`"
+            + (f": {said[-1]}" if said else ""),
+            f"fix the command in {campaign.source.name}",
+        )
+
+
+def _drop_caches() -> None:
+    os.sync()
+    DROP_CACHES.write_text("3\n")
+
+
+@contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """Holds Ctrl-C off while an environment is torn down: a half-removed throttle would
+    slow down whatever the machine does next."""
+    import signal
+
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def repeat(
+    config: BenchConfig, times: int, reporter: Callable[[int], Reporter]
+) -> tuple[str, list[Path]]:
+    """``iowatt bench --repeat N``: the same bench N times, labelled ``series=<id> rep=<n>``
+    (repetition n runs with seed + n − 1); returns the series id and the run directories."""
+    if times < 1:
+        raise ConfigError(f"--repeat `{times}` must be at least 1", "e.g. --repeat 10")
+    series = new_run_id("series")
+    runs = []
+    for rep in range(1, times + 1):
+        one = replace(config, labels={**config.labels, "series": series, "rep": str(rep)})
+        one.seed = config.seed + rep - 1
+        one.workloads = [replace(wl, seed=one.seed) for wl in config.workloads]
+        one.report = False
+        runs.append(bench_lib.run(one, reporter(rep)))
+    return series, runs

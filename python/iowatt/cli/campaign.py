@@ -1,0 +1,112 @@
+"""``iowatt campaign FILE.toml``: run a matrix of workloads × environments × repetitions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from iowatt import campaign as campaign_lib
+from iowatt.bench import Reporter, SilentReporter
+from iowatt.campaign import Campaign, PlannedRun
+from iowatt.cli.progress import RichReporter
+from iowatt.compare.data import Filters, load_rows
+from iowatt.compare.render import render
+from iowatt.compare.table import Settings, compare
+from iowatt.store import read_summary, results_dir
+from iowatt.units import format_ns, format_rate, parse_thresholds
+
+
+class LineReporter:
+    """One line per finished run on stderr; the bench's own bars unless ``--quiet``."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.bars: RichReporter | None = None
+
+    def started(self, campaign: Campaign, total: int, done: int) -> None:
+        envs = ", ".join(e.name for e in campaign.envs)
+        text = f"campaign {campaign.name}: {total} runs ({campaign.order}; envs {envs})"
+        if done:
+            text += f", {done} already finished: resuming"
+        click.echo(text, err=True)
+
+    def run_started(self, run: PlannedRun, total: int) -> Reporter:
+        self.close()
+        if self.quiet:
+            return SilentReporter()
+        title = f"[{run.index}/{total}] {run.env.name} rep {run.rep}: {run.entry.title}"
+        click.echo(title, err=True)
+        self.bars = RichReporter()
+        return self.bars
+
+    def run_finished(self, run: PlannedRun, total: int, run_dir: Path) -> None:
+        self.close()
+        if self.quiet:
+            return
+        for name, w in read_summary(run_dir).get("workloads", {}).items():
+            click.echo(
+                f"[{run.index}/{total}] {run.env.name} rep {run.rep}: {name} "
+                f"{format_rate(w['ops_s'])} ops/s, {w['mib_s']:,.2f} MiB/s, "
+                f"p99 {format_ns(w['latency_ns']['p99'])} (run {run_dir.name})",
+                err=True,
+            )
+
+    def note(self, message: str) -> None:
+        if not self.quiet:
+            click.echo(message, err=True)
+
+    def close(self) -> None:
+        if self.bars is not None:
+            self.bars.close()
+            self.bars = None
+
+
+@click.command("campaign")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--target", type=click.Path(path_type=Path), help="Overrides the file's target.")
+@click.option("--destroy-data", is_flag=True, help="Allow writing over a device with data on it.")
+@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
+@click.option("--dry-run", is_flag=True, help="Print the runs in order and stop.")
+@click.option("--no-report", is_flag=True, help="Do not write the campaign's HTML report.")
+@click.option("--quiet", "-q", is_flag=True, help="Only the final table.")
+def campaign_cmd(
+    file: Path,
+    target: Path | None,
+    destroy_data: bool,
+    results: Path | None,
+    dry_run: bool,
+    no_report: bool,
+    quiet: bool,
+) -> None:
+    """Run a campaign file: every workload in every environment, repeated, interleaved.
+
+    Finished runs are kept: running the same file again does only what is missing. At the
+    end, the comparison of the environments against the first one is printed, and a report of
+    every run (series run by run, slow operations) is written beside the runs.
+    """
+    campaign = campaign_lib.load(file, target=target, destroy_data=destroy_data)
+    where = results_dir(results)
+    if dry_run:
+        done = campaign_lib.finished_runs(campaign, where)
+        for p in campaign_lib.schedule(campaign):
+            mark = "done" if p.key in done else "todo"
+            click.echo(f"{p.index:>4}  {mark}  env={p.env.name}  rep={p.rep}  {p.entry.title}")
+        return
+    reporter = LineReporter(quiet)
+    try:
+        run_dirs = campaign_lib.run(campaign, where, reporter)
+    finally:
+        reporter.close()
+    if not no_report:
+        from iowatt.report import write_report  # matplotlib is slow to import; only when needed
+
+        out = write_report(run_dirs, where / f"campaign-{campaign.name}.html")
+        click.echo(f"report: {out}", err=True)
+    rows = load_rows(
+        where, Filters({"campaign": campaign.name}), "env", parse_thresholds("100ms,200ms")
+    )
+    comparison = compare(rows, Settings(control=campaign.envs[0].name))
+    click.echo(render(comparison, rows, "text", "long"), nl=False)
+    for warning in comparison.warnings():
+        click.echo(f"warning: {warning}", err=True)

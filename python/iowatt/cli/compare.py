@@ -1,0 +1,80 @@
+"""``iowatt compare``: runs grouped by a label (env by default), against a control group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from iowatt.compare.data import METRICS, Filters, load_rows
+from iowatt.compare.render import FORMATS, LAYOUTS, render
+from iowatt.compare.stats import TESTS
+from iowatt.compare.table import Settings, compare
+from iowatt.errors import ConfigError
+from iowatt.store import parse_filters, results_dir
+from iowatt.units import parse_thresholds
+
+DEFAULT_SLOW = "100ms,200ms"
+
+
+@click.command("compare")
+@click.argument("runs", nargs=-1)
+@click.option("--by", default="env", show_default=True, help="The label whose values are compared.")
+@click.option("--control", help="The group the others are compared against [earliest group].")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Only runs with it.")
+@click.option("--workload", "workloads", multiple=True, help="Only this workload (repeatable).")
+@click.option("--metric", type=click.Choice(list(METRICS)), default="ops_s", show_default=True)
+@click.option("--layout", type=click.Choice(LAYOUTS), default="long", show_default=True,
+              help="study: workloads as rows, groups as columns, % difference beside.")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(path_type=Path), help="Write to a file.")
+@click.option("--slow", default=DEFAULT_SLOW, show_default=True,
+              help="Latency thresholds for the tail fractions.")  # fmt: skip
+@click.option("--test", type=click.Choice(TESTS), default="mann-whitney", show_default=True)
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--resamples", type=int, default=2000, show_default=True, help="Bootstrap draws.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--include-incomplete", is_flag=True, help="Also use runs that stopped early.")
+@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
+def compare_cmd(
+    runs: tuple[str, ...],
+    by: str,
+    control: str | None,
+    labels: tuple[str, ...],
+    workloads: tuple[str, ...],
+    metric: str,
+    layout: str,
+    fmt: str,
+    output: Path | None,
+    slow: str,
+    test: str,
+    alpha: float,
+    resamples: int,
+    seed: int,
+    include_incomplete: bool,
+    results: Path | None,
+) -> None:
+    """Compare runs across environments: median, spread, confidence intervals, the difference
+    to a control and whether it is real, tail fractions and equilibrium warnings.
+
+    RUNS are optional run ids (or prefixes) to restrict the comparison to.
+    """
+    if not 0 < alpha < 1:
+        raise ConfigError(f"--alpha `{alpha}` must be between 0 and 1", "e.g. --alpha 0.05")
+    if resamples < 100:
+        raise ConfigError(f"--resamples `{resamples}` is too few", "use at least 1000")
+    filters = Filters(parse_filters(labels), runs, workloads, None, include_incomplete)
+    rows = load_rows(results_dir(results), filters, by, parse_thresholds(slow))
+    settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed)
+    comparison = compare(rows, settings)
+    text = render(comparison, rows, fmt, layout)
+    if output is not None:
+        output.write_text(text)
+        click.echo(f"comparison written to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+    if fmt in ("text", "markdown") or output is not None:
+        for note in comparison.notes:
+            click.echo(f"note: {note}", err=True)
+        for warning in comparison.warnings():
+            click.echo(f"warning: {warning}", err=True)

@@ -1,0 +1,2 @@
+"""Comparing runs across environments: statistics, tail fractions and the latent
+performance effect."""

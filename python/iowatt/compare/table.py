@@ -1,0 +1,179 @@
+"""The comparison table: per workload × group (an environment, by default), the spread over
+repeated runs, whether the difference to a control group is real, the tail fractions, and
+whether the runs had reached equilibrium.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from iowatt.compare.data import METRICS, Rows
+from iowatt.compare.latent import Finding, analyse_series
+from iowatt.compare.stats import Difference, Summary, describe, difference
+from iowatt.errors import ConfigError
+
+# Below this many runs a cell's statistics are flagged: the study's own caveat.
+MIN_RUNS = 5
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the statistics are computed (all recorded in the JSON output)."""
+
+    by: str = "env"
+    control: str | None = None
+    metric: str = "ops_s"
+    test: str = "mann-whitney"
+    alpha: float = 0.05
+    confidence: float = 0.95
+    resamples: int = 2000
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Cell:
+    workload: str
+    group: str
+    run_ids: tuple[str, ...]
+    values: npt.NDArray[np.float64]
+    summary: Summary
+    # Against the control group; None for the control itself or when there is no control.
+    diff: Difference | None
+    # Share of the cell's operations above each threshold, pooled over its runs (exact).
+    tails: tuple[float, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def few(self) -> bool:
+        return self.summary.n < MIN_RUNS
+
+    @property
+    def at_equilibrium(self) -> bool:
+        return not self.findings
+
+    def significant(self, alpha: float) -> bool:
+        return self.diff is not None and bool(self.diff.p_value < alpha)
+
+
+@dataclass
+class Comparison:
+    settings: Settings
+    control: str | None
+    thresholds_ns: tuple[int, ...]
+    workloads: list[str]
+    groups: list[str]
+    cells: dict[tuple[str, str], Cell]
+    notes: list[str] = field(default_factory=list)
+
+    def cell(self, workload: str, group: str) -> Cell | None:
+        return self.cells.get((workload, group))
+
+    def warnings(self) -> list[str]:
+        """One line per cell whose runs were not at equilibrium, and per thin cell."""
+        out = []
+        by = self.settings.by
+        for (workload, group), cell in self.cells.items():
+            for f in cell.findings:
+                out.append(f"{workload} [{by}={group}]: {f.message}; not at equilibrium")
+        thin = [f"{w} [{by}={g}]" for (w, g), c in self.cells.items() if c.few]
+        if thin:
+            out.append(
+                f"fewer than {MIN_RUNS} runs in {len(thin)} cell(s) ({', '.join(thin[:4])}"
+                + (" …" if len(thin) > 4 else "")
+                + "): their confidence intervals and tests are weak"
+            )
+        return out
+
+
+def compare(rows: Rows, settings: Settings) -> Comparison:
+    """Every cell of the table; a ConfigError when the control group has no runs."""
+    if settings.metric not in METRICS:
+        raise ConfigError(
+            f"unknown metric `{settings.metric}`", f"metrics are: {', '.join(METRICS)}"
+        )
+    groups = _groups_in_order(rows)
+    control = settings.control
+    if control is not None and control not in groups:
+        raise ConfigError(
+            f"no runs with {settings.by}={control} among the selected runs",
+            f"{settings.by} values present: {', '.join(groups)}",
+        )
+    if control is None and len(groups) > 1:
+        control = groups[0]
+    rng = np.random.default_rng(settings.seed)
+    values = rows.metrics[settings.metric]
+    cells: dict[tuple[str, str], Cell] = {}
+    workloads = list(dict.fromkeys(rows.workload.tolist()))
+    for workload in workloads:
+        in_workload = np.flatnonzero(rows.workload == workload)
+        findings = _findings(rows, values, in_workload, settings)
+        control_values = _cell_values(rows, values, in_workload, control)
+        for group in groups:
+            idx = in_workload[rows.group[in_workload] == group]
+            if idx.size == 0:
+                continue
+            x = values[idx]
+            x = x[~np.isnan(x)]
+            diff = None
+            if control is not None and group != control and control_values.size:
+                diff = difference(
+                    x,
+                    control_values,
+                    test=settings.test,
+                    confidence=settings.confidence,
+                    resamples=settings.resamples,
+                    rng=rng,
+                )
+            cells[workload, group] = Cell(
+                workload=workload,
+                group=group,
+                run_ids=tuple(rows.run_id[idx].tolist()),
+                values=x,
+                summary=describe(
+                    x, confidence=settings.confidence, resamples=settings.resamples, rng=rng
+                ),
+                diff=diff,
+                tails=_pooled_tails(rows, idx),
+                findings=tuple(f for f in findings if f.env == group),
+            )
+    comparison = Comparison(settings, control, rows.thresholds_ns, workloads, groups, cells)
+    if rows.unlabelled:
+        comparison.notes.append(
+            f"{rows.unlabelled} selected run(s) have no `{settings.by}` label and are left out"
+        )
+    return comparison
+
+
+def _groups_in_order(rows: Rows) -> list[str]:
+    """Groups in the order their first run started: the control defaults to the earliest."""
+    order = np.argsort(rows.started_ns, kind="stable")
+    return list(dict.fromkeys(rows.group[order].tolist()))
+
+
+def _cell_values(
+    rows: Rows, values: npt.NDArray[np.float64], idx: npt.NDArray[np.intp], group: str | None
+) -> npt.NDArray[np.float64]:
+    if group is None:
+        return np.empty(0)
+    x = values[idx[rows.group[idx] == group]]
+    return x[~np.isnan(x)]
+
+
+def _findings(
+    rows: Rows, values: npt.NDArray[np.float64], idx: npt.NDArray[np.intp], settings: Settings
+) -> list[Finding]:
+    """The latent-effect findings of one workload's series (its runs in time order)."""
+    keep = idx[~np.isnan(values[idx])]
+    return analyse_series(
+        values[keep], rows.group[keep].tolist(), alpha=settings.alpha, seed=settings.seed
+    )
+
+
+def _pooled_tails(rows: Rows, idx: npt.NDArray[np.intp]) -> tuple[float, ...]:
+    total = int(rows.ops_total[idx].sum())
+    if total == 0:
+        return tuple(float("nan") for _ in rows.thresholds_ns)
+    return tuple(float(a) / total for a in rows.ops_above[idx].sum(axis=0))

@@ -1,0 +1,174 @@
+"""The report's "Consecutive runs" section: a workload's runs in the order they ran.
+
+A single run, or a mean over runs, hides what the study found mattered most: consecutive
+runs oscillate, and after a move the system keeps the previous environment's behaviour for a
+while (the latent performance effect). So, like the study's consecutive-runs figure, each
+workload run more than once is plotted run by run, coloured by environment, with what
+:func:`iowatt.compare.latent.analyse_series` detects written below it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from markupsafe import Markup, escape
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from iowatt.compare.latent import analyse_series
+from iowatt.report.load import Run
+from iowatt.report.plots import _FIGSIZE, Plot, _legend, _to_svg
+from iowatt.units import format_rate
+
+# The environment of a run without an ``env`` label.
+NO_ENV = "(none)"
+# analyse_series tests an environment only with at least this many runs in it.
+MIN_RUNS = 5
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    """One run of a workload in a series."""
+
+    run_id: str
+    started_ns: int
+    env: str  # the run's environment label ("(none)" when absent)
+    value: float  # e.g. ops/s of the workload in that run
+
+
+def _svg_name(workload: str) -> str:
+    """A prefix for the plot's SVG ids, unique per workload name whatever it contains."""
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", workload)[:40]
+    return f"series-{slug}-{hashlib.sha1(workload.encode()).hexdigest()[:6]}"
+
+
+def series_plot(workload: str, points: Sequence[SeriesPoint], ylabel: str = "ops/s") -> str | None:
+    """The runs of ``workload`` in time order: run number against value, coloured by env.
+
+    Points are joined by a grey line so oscillation between consecutive runs shows; a dotted
+    vertical line marks each change of environment, where carry-over would start. ``None``
+    with fewer than two points: one run is not a series.
+    """
+    if len(points) < 2:
+        return None
+    points = sorted(points, key=lambda p: p.started_ns)  # stable: ties keep the given order
+    x = list(range(1, len(points) + 1))
+    envs = list(dict.fromkeys(p.env for p in points))
+    fig = Figure(figsize=_FIGSIZE, layout="constrained")
+    ax = fig.subplots()
+    ax.plot(x, [p.value for p in points], color="0.65", lw=1.2, zorder=1)
+    for i, env in enumerate(envs):
+        xs = [n for n, p in zip(x, points, strict=True) if p.env == env]
+        ys = [p.value for p in points if p.env == env]
+        ax.scatter(xs, ys, s=36, color=f"C{i % 10}", zorder=2, label=env)
+    for n in range(1, len(points)):
+        if points[n].env != points[n - 1].env:
+            ax.axvline(n + 0.5, color="0.35", ls=":", lw=1.2, zorder=0)
+    ax.set_title(workload, fontsize="medium", loc="left")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
+    ax.set_xlabel("run, in the order the runs started")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    handles = [
+        Line2D([], [], ls="", marker="o", color=f"C{i % 10}", label=env)
+        for i, env in enumerate(envs)
+    ]
+    _legend(fig, envs, handles)
+    return _to_svg(fig, _svg_name(workload))
+
+
+def code_spans(text: str) -> Markup:
+    """``text`` escaped for HTML, with its `backticked` values (the messages' convention for
+    names and values, as on a terminal) set in ``<code>``."""
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """One detection of the latent-effect analysis, as the page lists it."""
+
+    kind: str
+    env: str
+    p_value: float
+    message: str
+
+
+@dataclass(frozen=True)
+class SeriesView:
+    """One workload's series: the plot, the environments in it and what was detected."""
+
+    workload: str
+    plot: Plot
+    runs: int
+    envs: dict[str, int]  # runs per environment, in order of first appearance
+    findings: list[FindingView]
+    # what to say when nothing was found: nothing detected, or too few runs to test
+    note: str | None
+
+
+def series_points(runs: Sequence[Run], workload: str) -> list[SeriesPoint]:
+    """The runs that measured ``workload``'s ops/s, in the order they started.
+
+    Runs without a start time keep their place in the report after those with one; runs
+    that completed no operation of the workload (stopped before it) are not points.
+    """
+    out = []
+    for run in runs:
+        summary = run.summary.get("workloads", {}).get(workload, {})
+        value = summary.get("ops_s")
+        if not summary.get("ops") or not isinstance(value, int | float):
+            continue
+        started = run.manifest.get("started_ns")
+        env = (run.manifest.get("labels") or {}).get("env")
+        out.append(
+            SeriesPoint(
+                run_id=run.run_id,
+                started_ns=started if isinstance(started, int) else 2**63 - 1,
+                env=str(env) if env not in (None, "") else NO_ENV,
+                value=float(value),
+            )
+        )
+    return sorted(out, key=lambda p: p.started_ns)  # stable: ties keep the report's order
+
+
+def _series_view(index: int, workload: str, points: list[SeriesPoint]) -> SeriesView:
+    envs: dict[str, int] = {}
+    for p in points:
+        envs[p.env] = envs.get(p.env, 0) + 1
+    findings = analyse_series([p.value for p in points], [p.env for p in points], min_runs=MIN_RUNS)
+    note = None
+    if not findings:
+        if all(n < MIN_RUNS for n in envs.values()):
+            note = "too few runs per environment to test"
+        else:
+            note = f"no trend, oscillation or carry-over detected ({len(points)} runs)"
+    plot = Plot(
+        f"series-{index}",
+        f"ops/s of {workload} in each run, in the order the runs started; colour: the run's "
+        '"env" label; dotted lines: the environment changed.',
+        series_plot(workload, points),
+    )
+    return SeriesView(
+        workload=workload,
+        plot=plot,
+        runs=len(points),
+        envs=envs,
+        findings=[FindingView(f.kind, f.env, f.p_value, f.message) for f in findings],
+        note=note,
+    )
+
+
+def consecutive_runs(runs: Sequence[Run]) -> list[SeriesView]:
+    """A series per workload measured by at least two runs of the report."""
+    names = list(dict.fromkeys(w for run in runs for w in run.workloads))
+    views: list[SeriesView] = []
+    for name in names:
+        points = series_points(runs, name)
+        if len(points) >= 2:
+            views.append(_series_view(len(views), name, points))
+    return views
