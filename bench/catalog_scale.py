@@ -109,6 +109,20 @@ def write_run(results: Path, i: int, seconds: int, rng: np.random.Generator) -> 
     return run
 
 
+def build(results: Path, n: int, seconds: int) -> None:
+    results.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    t = time.perf_counter()
+    runs = [write_run(results, i, seconds, rng) for i in range(n)]
+    generated = time.perf_counter() - t
+    t = time.perf_counter()
+    index_runs(results, runs)
+    indexed = time.perf_counter() - t
+    size = sum(f.stat().st_size for f in results.rglob("*") if f.is_file())
+    print(f"{n} runs × {len(WORKLOADS)} workloads: generated in {generated:.1f} s, "
+          f"indexed in {indexed:.1f} s, {size / 2**30:.2f} GiB on disk")  # fmt: skip
+
+
 def timed(cmd: list[str]) -> float:
     t = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -123,20 +137,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--seconds", type=int, default=30, help="intervals per workload")
     ap.add_argument("--reps", type=int, default=3, help="timings of each command")
-    ap.add_argument("--keep", type=Path, help="build the catalog here and keep it")
+    ap.add_argument("--keep", type=Path, help="build the catalog here and keep it (or reuse it)")
     args = ap.parse_args()
     results = args.keep or Path(tempfile.mkdtemp(prefix="iowatt-scale-"))
-    results.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(1)
-    t = time.perf_counter()
-    runs = [write_run(results, i, args.seconds, rng) for i in range(args.runs)]
-    generated = time.perf_counter() - t
-    t = time.perf_counter()
-    index_runs(results, runs)
-    indexed = time.perf_counter() - t
-    size = sum(f.stat().st_size for f in results.rglob("*") if f.is_file())
-    print(f"{args.runs} runs × {len(WORKLOADS)} workloads: generated in {generated:.1f} s, "
-          f"indexed in {indexed:.1f} s, {size / 2**30:.2f} GiB on disk")  # fmt: skip
+    if (results / "catalog.duckdb").exists():
+        print(f"reusing the catalog in {results}")
+    else:
+        build(results, args.runs, args.seconds)
     iowatt = [shutil.which("iowatt") or "iowatt"]
     base = [*iowatt, "compare", "--results", str(results), "--by", "env", "--control", "env-a"]
     commands = {

@@ -73,35 +73,25 @@ def throttle_reset(shm_loops: Callable[[], Path]) -> Iterator[Path]:
         V1_THROTTLE.write_text(f"{_throttle_devno(device)} 0\n")
 
 
-CAP = 8 * 2**20  # bytes/s: 128 writes of 64 KiB a second
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "throttle-campaign.toml"
+CAP = 8 * 2**20  # the example's throttle, bytes/s: 128 writes of 64 KiB a second
 
 
 @pytest.mark.needs_root
 @pytest.mark.slow
-def test_a_throttled_environment_is_significantly_slower_by_the_throttle(
+def test_the_readme_campaign_finds_the_throttled_environment_slower_by_the_throttle(
     throttle_reset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = (
-        'name = "throttle"\nrepetitions = 5\n'
-        + SMALL
-        + 'directio = true\n[[workload]]\nrun = "randomwrite"\n'
-        + _envs("open")
-        + _envs(
-            "throttled",
-            extra=f'setup = "echo $IOWATT_DEVNO {CAP} > {V1_THROTTLE}"\n'
-            f'teardown = "echo $IOWATT_DEVNO 0 > {V1_THROTTLE}"\n'
-            'labels = { rack = "metal" }\n',
-        )
-    )
+    assert f"echo $IOWATT_DEVNO {CAP} > {V1_THROTTLE}" in EXAMPLE.read_text()
     results = tmp_path / "results"
-    r = iowatt(capsys, "campaign", _file(tmp_path, text), "--target", throttle_reset,
-               "--results", results)  # fmt: skip
+    r = iowatt(capsys, "campaign", EXAMPLE, "--target", throttle_reset, "--results", results)
     assert r.code == 0, r
     assert "vs open" in r.out and "throttled" in r.out
     runs = runs_in(results)
     envs = [manifest(d)["labels"]["env"] for d in sorted(runs, key=_started)]
     assert envs == ["open", "throttled"] * 5
-    assert all(manifest(d)["labels"]["campaign"] == "throttle" for d in runs)
+    assert all(manifest(d)["labels"]["campaign"] == "throttle-demo" for d in runs)
+    assert (results / "campaign-throttle-demo.html").is_file()
     # The environment was torn down: no limit left on the device.
     assert _throttle_devno(throttle_reset) not in V1_THROTTLE.read_text()
 

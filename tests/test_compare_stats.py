@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from iowatt.compare.stats import TESTS, Difference, describe, difference
+from iowatt.compare.stats import TESTS, Difference, _bootstrap_medians, describe, difference
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -152,3 +152,16 @@ def _brute_force_median_p(x: list[float], control: list[float]) -> float:
         b = [v for i, v in enumerate(pooled) if i not in chosen]
         hits += abs(np.median(a) - np.median(b)) >= observed
     return hits / len(splits)
+
+
+@pytest.mark.parametrize("n", [5, 6])
+def test_bootstrap_medians_have_the_resampling_distribution(n: int) -> None:
+    """The order-statistic shortcut draws medians as often as resampling would."""
+    a = np.array([3.0, 10.0, 11.0, 17.0, 40.0, 41.0][:n])
+    rng = np.random.default_rng(4)
+    fast = _bootstrap_medians(a, 200_000, rng)
+    slow = np.median(a[rng.integers(0, n, size=(200_000, n))], axis=1)
+    values = np.union1d(fast, slow)
+    share_fast = np.array([np.mean(fast == v) for v in values])
+    share_slow = np.array([np.mean(slow == v) for v in values])
+    assert np.max(np.abs(share_fast - share_slow)) < 0.006

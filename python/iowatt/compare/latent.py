@@ -163,7 +163,7 @@ def analyse_series(
     for env in dict.fromkeys(labels):
         runs = tuple(i for i, e in enumerate(labels) if e == env)
         if len(runs) >= min_runs:
-            tests.append(_trend(x, runs, env, metric))
+            tests.append(_trend(x, runs, env, metric, alpha))
             tests.append(_oscillation(x, runs, env, metric, permutations, rng))
     for previous, runs in _switches(labels, min_runs):
         tests.append(_carry_over(x, labels, runs, previous, metric, permutations, rng))
@@ -172,13 +172,14 @@ def analyse_series(
     return sorted(found, key=lambda f: (f.runs[0], KINDS.index(f.kind)))
 
 
-def _trend(x: Floats, runs: tuple[int, ...], env: str, metric: str) -> Finding:
+def _trend(x: Floats, runs: tuple[int, ...], env: str, metric: str, alpha: float) -> Finding:
     y = x[list(runs)]
     tau, p = mann_kendall(y)
     direction = "upward" if tau > 0 else "downward"
     size = ""
     level = float(np.median(y))
-    if level != 0:
+    # Sen's slope costs O(n²): only worth it for a trend that can still be reported.
+    if level != 0 and p < alpha:
         slope = float(stats.theilslopes(y).slope) / abs(level)
         size = f" by {abs(100 * slope):.1f}% per run"
     message = (

@@ -124,9 +124,22 @@ def _check_settings(confidence: float, resamples: int) -> None:
 
 
 def _bootstrap_medians(a: Floats, resamples: int, rng: np.random.Generator) -> Floats:
-    # One draw for all resamples: a Python loop would cost seconds on a large catalog.
-    picks = rng.integers(0, a.size, size=(resamples, a.size))
-    return np.median(a[picks], axis=1)
+    """The medians of ``resamples`` bootstrap resamples of ``a``, drawn without building them.
+
+    A resample draws ``sorted(a)[floor(U·n)]`` for n uniforms U, so its k-th smallest value is
+    that of the k-th smallest uniform, which is Beta(k, n − k + 1); the next one up is that
+    plus (1 − it)·Beta(1, n − k). Same distribution as resampling, at O(1) per resample instead
+    of O(n): a cell of thousands of runs costs milliseconds, not seconds.
+    """
+    s = np.sort(a)
+    n = s.size
+    k = (n + 1) // 2  # the (lower) middle rank, 1-based
+    u = rng.beta(k, n - k + 1, size=resamples)
+    low = s[np.minimum((u * n).astype(np.int64), n - 1)]
+    if n % 2:
+        return low
+    v = u + (1.0 - u) * rng.beta(1, n - k, size=resamples)
+    return (low + s[np.minimum((v * n).astype(np.int64), n - 1)]) / 2.0
 
 
 def _interval(estimates: Floats, confidence: float) -> tuple[float, float]:
