@@ -31,6 +31,7 @@ from iowatt.fileio import (
     SUITES,
     SuiteEntry,
 )
+from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.hostinfo import host_facts
 from iowatt.power import DEFAULT_HZ, PowerData, Recording, SourceSpec
 from iowatt.power_run import write_power_files
@@ -47,8 +48,6 @@ from iowatt.target import (
 from iowatt.units import parse_duration, parse_size, parse_thresholds
 
 ENGINES = ("psync", "io_uring")
-# The study's thresholds: 100 ms (slow) and 200 ms (every I/O past it stalled the network).
-DEFAULT_SLOW_NS = (100_000_000, 200_000_000)
 POLL_S = 0.1
 
 

@@ -18,6 +18,7 @@ import json
 import os
 import random
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -415,8 +416,6 @@ def _drop_caches() -> None:
 def _no_interrupts() -> Iterator[None]:
     """Holds Ctrl-C off while an environment is torn down: a half-removed throttle would
     slow down whatever the machine does next."""
-    import signal
-
     try:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     except ValueError:  # not the main thread

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+# The study's slow thresholds: 100 ms, and 200 ms (every disk I/O past it stalled the network).
+DEFAULT_SLOW_NS: tuple[int, ...] = (100_000_000, 200_000_000)
 # The percentiles every summary carries.
 STANDARD_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 

@@ -9,7 +9,7 @@ import click
 
 from iowatt import bench as bench_lib
 from iowatt import campaign as campaign_lib
-from iowatt.bench import DEFAULT_SLOW_NS, BenchConfig, Options, Reporter, SilentReporter
+from iowatt.bench import BenchConfig, Options, Reporter, SilentReporter
 from iowatt.cli.power import SOURCE_HELP
 from iowatt.cli.progress import RichReporter
 from iowatt.compare.data import Filters, load_rows
@@ -17,6 +17,7 @@ from iowatt.compare.render import render
 from iowatt.compare.table import Settings, compare
 from iowatt.errors import ConfigError
 from iowatt.fileio import PERSONALITIES, SUITES
+from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.power import DEFAULT_HZ, parse_source
 from iowatt.store import parse_filters, read_summary, results_dir
 from iowatt.units import parse_duration

@@ -13,8 +13,9 @@ from iowatt.cli.progress import RichReporter
 from iowatt.compare.data import Filters, load_rows
 from iowatt.compare.render import render
 from iowatt.compare.table import Settings, compare
+from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.store import read_summary, results_dir
-from iowatt.units import format_ns, format_rate, parse_thresholds
+from iowatt.units import format_ns, format_rate
 
 
 class LineReporter:
@@ -103,9 +104,7 @@ def campaign_cmd(
 
         out = write_report(run_dirs, where / f"campaign-{campaign.name}.html")
         click.echo(f"report: {out}", err=True)
-    rows = load_rows(
-        where, Filters({"campaign": campaign.name}), "env", parse_thresholds("100ms,200ms")
-    )
+    rows = load_rows(where, Filters({"campaign": campaign.name}), "env", DEFAULT_SLOW_NS)
     comparison = compare(rows, Settings(control=campaign.envs[0].name))
     click.echo(render(comparison, rows, "text", "long"), nl=False)
     for warning in comparison.warnings():

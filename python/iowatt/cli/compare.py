@@ -11,10 +11,9 @@ from iowatt.compare.render import FORMATS, LAYOUTS, render
 from iowatt.compare.stats import TESTS
 from iowatt.compare.table import Settings, compare
 from iowatt.errors import ConfigError
+from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.store import parse_filters, results_dir
 from iowatt.units import parse_thresholds
-
-DEFAULT_SLOW = "100ms,200ms"
 
 
 @click.command("compare")
@@ -28,8 +27,7 @@ DEFAULT_SLOW = "100ms,200ms"
               help="study: workloads as rows, groups as columns, % difference beside.")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--output", "-o", type=click.Path(path_type=Path), help="Write to a file.")
-@click.option("--slow", default=DEFAULT_SLOW, show_default=True,
-              help="Latency thresholds for the tail fractions.")  # fmt: skip
+@click.option("--slow", help="Latency thresholds for the tail fractions [100ms,200ms].")
 @click.option("--test", type=click.Choice(TESTS), default="mann-whitney", show_default=True)
 @click.option("--alpha", type=float, default=0.05, show_default=True)
 @click.option("--resamples", type=int, default=2000, show_default=True, help="Bootstrap draws.")
@@ -46,7 +44,7 @@ def compare_cmd(
     layout: str,
     fmt: str,
     output: Path | None,
-    slow: str,
+    slow: str | None,
     test: str,
     alpha: float,
     resamples: int,
@@ -64,7 +62,8 @@ def compare_cmd(
     if resamples < 100:
         raise ConfigError(f"--resamples `{resamples}` is too few", "use at least 1000")
     filters = Filters(parse_filters(labels), runs, workloads, None, include_incomplete)
-    rows = load_rows(results_dir(results), filters, by, parse_thresholds(slow))
+    thresholds = parse_thresholds(slow) if slow else DEFAULT_SLOW_NS
+    rows = load_rows(results_dir(results), filters, by, thresholds)
     settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed)
     comparison = compare(rows, settings)
     text = render(comparison, rows, fmt, layout)

@@ -26,9 +26,11 @@ import numpy.typing as npt
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
+from iowatt.histogram import DEFAULT_SLOW_NS
+
 # The study's thresholds: the fast run had ~11 % of I/O between 100 and 190 ms, the slow one
 # 4-6 % above 200 ms.
-DEFAULT_THRESHOLDS_NS: tuple[int, ...] = (100_000_000, 200_000_000)
+DEFAULT_THRESHOLDS_NS = DEFAULT_SLOW_NS
 
 
 def share_above(
