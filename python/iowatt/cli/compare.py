@@ -61,7 +61,7 @@ def compare_cmd(
         raise ConfigError(f"--alpha `{alpha}` must be between 0 and 1", "e.g. --alpha 0.05")
     if resamples < 100:
         raise ConfigError(f"--resamples `{resamples}` is too few", "use at least 1000")
-    filters = Filters(parse_filters(labels), runs, workloads, None, include_incomplete)
+    filters = Filters(parse_filters(labels), runs, workloads, include_incomplete)
     thresholds = parse_thresholds(slow) if slow else DEFAULT_SLOW_NS
     rows = load_rows(results_dir(results), filters, by, thresholds)
     settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed)

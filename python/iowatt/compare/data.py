@@ -34,14 +34,11 @@ class Filters:
     labels: Mapping[str, str] = field(default_factory=dict)
     runs: Sequence[str] = ()
     workloads: Sequence[str] = ()
-    kind: str | None = None
     include_incomplete: bool = False
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.labels.items()]
         parts += [f"run {r}" for r in self.runs] + [f"workload {w}" for w in self.workloads]
-        if self.kind:
-            parts.append(f"kind {self.kind}")
         return ", ".join(parts) or "no filter"
 
 
@@ -121,9 +118,6 @@ def _where(filters: Filters) -> tuple[list[str], list[object]]:
     if filters.workloads:
         where.append(f"w.workload IN ({', '.join('?' for _ in filters.workloads)})")
         params += list(filters.workloads)
-    if filters.kind:
-        where.append("r.kind = ?")
-        params.append(filters.kind)
     return where or ["TRUE"], params
 
 

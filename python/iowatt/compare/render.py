@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from iowatt import __version__
 from iowatt.compare.data import METRICS, Rows
 from iowatt.compare.table import MIN_RUNS, Cell, Comparison
@@ -313,16 +311,9 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-_ENV = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-
-
 def _html(cmp: Comparison, rows: Rows, layout: str) -> str:
+    # The report package pulls in matplotlib: only when a page is asked for.
+    from iowatt.report import templates
     from iowatt.report.series import SeriesPoint, series_plot
 
     header, body = table_rows(cmp, layout)
@@ -340,14 +331,18 @@ def _html(cmp: Comparison, rows: Rows, layout: str) -> str:
             for i in idx
         ]
         plots.append((w, series_plot(w, points, label)))
-    return _ENV.get_template("page.html").render(
-        title=_title(cmp),
-        header=header,
-        rows=body,
-        label_columns=1 if layout == "study" else 2,
-        legend=_legend(cmp),
-        warnings=cmp.warnings(),
-        notes=cmp.notes,
-        plots=plots,
-        version=__version__,
+    return (
+        templates(Path(__file__).parent)
+        .get_template("page.html")
+        .render(
+            title=_title(cmp),
+            header=header,
+            rows=body,
+            label_columns=1 if layout == "study" else 2,
+            legend=_legend(cmp),
+            warnings=cmp.warnings(),
+            notes=cmp.notes,
+            plots=plots,
+            version=__version__,
+        )
     )

@@ -29,13 +29,19 @@ from iowatt.report.tails import report_thresholds, slow_section, threshold_label
 
 __all__ = ["write_report"]
 
-_ENV = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+
+def templates(directory: Path) -> jinja2.Environment:
+    """The HTML templates in ``directory``, escaped, and strict about missing values."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(directory),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+_ENV = templates(Path(__file__).parent)
 _ENV.filters["code_spans"] = code_spans
 
 
