@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from iowatt import __version__, _core
+from iowatt import __version__, _core, filemacro
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, TargetError
 from iowatt.fileio import (
     DEFAULT_RUNTIME,
@@ -71,6 +71,11 @@ class WorkloadConfig:
     workingset: int = 0
     # Each interval counts the operations above these latencies (ns).
     slow_ns: list[int] = field(default_factory=lambda: list(DEFAULT_SLOW_NS))
+    # A FileBench workload file (absolute path) instead of a FileIO personality, the --set
+    # values given for it, and every variable's value once they were applied.
+    wml: str | None = None
+    overrides: dict[str, str] = field(default_factory=dict)
+    variables: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -108,6 +113,8 @@ class Options:
     rate: float | None = None
     seed: int | None = None
     slow: str | None = None
+    # NAME=VALUE variables for FileBench workload files.
+    sets: tuple[str, ...] = ()
 
 
 @dataclass
@@ -156,7 +163,8 @@ def plan(
     labels: dict[str, str] | None = None,
     destroy_data: bool = False,
 ) -> BenchConfig:
-    """Resolves a personality, a suite workload or a whole suite into a BenchConfig.
+    """Resolves a personality, a suite workload, a FileBench workload file (``.f``) or a whole
+    suite into a BenchConfig.
 
     With neither ``what`` nor ``suite``, runs the quick FileIO suite (2 s per workload, 64 MiB).
     """
@@ -166,10 +174,21 @@ def plan(
             f"give a workload `{what}` or --suite `{suite}`, not both",
             "drop one of them",
         )
-    if what is None:
+    wml = suite == filemacro.SUITE or (what is not None and filemacro.is_wml(what))
+    if opts.sets and not wml:
+        raise ConfigError(
+            "--set applies to FileBench workload files",
+            "e.g. iowatt bench fileserver.f --set nthreads=8, or --suite filemacro",
+        )
+    if suite == filemacro.SUITE:
+        workloads = filemacro.plan_suite(opts, seed)
+    elif what is not None and wml:
+        workloads = [filemacro.plan_file(Path(what), opts, seed)]
+    elif what is None:
         name = suite or "fileio"
         if name not in SUITES:
-            raise ConfigError(f"unknown suite `{name}`", f"suites are: {', '.join(SUITES)}")
+            known = ", ".join((*SUITES, filemacro.SUITE))
+            raise ConfigError(f"unknown suite `{name}`", f"suites are: {known}")
         defaults: dict[str, Any] = SUITE_DEFAULTS if suite else QUICK_DEFAULTS
         workloads = [_from_entry(e, opts, defaults, seed) for e in SUITES[name]]
         suite = name
@@ -179,7 +198,10 @@ def plan(
         workloads = [_from_personality(what, opts, seed)]
     else:
         known = ", ".join((*PERSONALITIES, *SUITE_ENTRIES))
-        raise ConfigError(f"unknown personality `{what}`", f"choose one of: {known}")
+        raise ConfigError(
+            f"unknown personality `{what}`",
+            f"choose one of: {known}; or give a FileBench workload file (.f)",
+        )
     return BenchConfig(
         workloads=workloads,
         target=target,
@@ -248,9 +270,6 @@ def _resolve(
         raise ConfigError("--iodepth and --nthreads must be at least 1", "e.g. --nthreads 4")
     if opts.rate is not None and opts.rate <= 0:
         raise ConfigError(f"--rate `{opts.rate}` must be positive", "e.g. --rate 5000 (ops/s)")
-    runtime_s = parse_duration(runtime, "--runtime")
-    if runtime_s <= 0:
-        raise ConfigError(f"--runtime `{runtime}` must be longer than zero", "e.g. --runtime 30s")
     wl = WorkloadConfig(
         name=name,
         personality=personality,
@@ -261,15 +280,26 @@ def _resolve(
         dsync=opts.dsync,
         engine=engine,
         iodepth=iodepth,
-        runtime_s=runtime_s,
-        ramp_s=parse_duration(opts.ramp or 0, "--ramp"),
         rate=opts.rate,
         seed=seed,
-        slow_ns=parse_thresholds(opts.slow) if opts.slow else list(DEFAULT_SLOW_NS),
+        **resolve_common(opts, default_runtime=runtime),
     )
     if wl.iosize <= 0:
         raise ConfigError(f"--iosize `{iosize}` must be at least one byte", "e.g. --iosize 4k")
     return wl
+
+
+def resolve_common(opts: Options, default_runtime: str) -> dict[str, Any]:
+    """The timing every kind of workload takes from the command line."""
+    runtime = opts.runtime or default_runtime
+    runtime_s = parse_duration(runtime, "--runtime")
+    if runtime_s <= 0:
+        raise ConfigError(f"--runtime `{runtime}` must be longer than zero", "e.g. --runtime 30s")
+    return {
+        "runtime_s": runtime_s,
+        "ramp_s": parse_duration(opts.ramp or 0, "--ramp"),
+        "slow_ns": parse_thresholds(opts.slow) if opts.slow else list(DEFAULT_SLOW_NS),
+    }
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -303,7 +333,14 @@ def run(config: BenchConfig, reporter: Reporter | None = None) -> Path:
             workdir = target / f"iowatt-{run_id}"
             workdir.mkdir()
         for wl in config.workloads:
-            outcome = _run_workload(wl, workdir or target, device, reporter, power.drain)
+            where = workdir or target
+            if wl.wml and workdir is not None:
+                # Each workload file lays out its own filesets, often under the same names.
+                where = workdir / wl.name
+                where.mkdir()
+            outcome = _run_workload(wl, where, device, reporter, power.drain)
+            if where != workdir and where != target:
+                shutil.rmtree(where, ignore_errors=True)  # room for the next one
             outcomes.append(outcome)
             if outcome.result["status"] != "complete":
                 failure = result_failure(outcome.result)
@@ -338,6 +375,11 @@ def _check_target(config: BenchConfig, target: Path) -> bool:
     except FileNotFoundError:
         mode = 0
     if stat.S_ISBLK(mode):
+        if any(wl.wml for wl in config.workloads):
+            raise TargetError(
+                f"FileBench workload files need a directory, and `{target}` is a block device",
+                "mount a file system on it and pass the mount point as --target",
+            )
         check_block_target(target, config.destroy_data)
         size = device_size(target)
         for wl in config.workloads:
@@ -348,6 +390,9 @@ def _check_target(config: BenchConfig, target: Path) -> bool:
                 )
         return True
     check_dir_target(target)
+    for wl in config.workloads:
+        if wl.wml:
+            filemacro.check_space(wl, target)
     check_free_space(target, max(_bytes_needed(wl) for wl in config.workloads))
     if any(wl.directio for wl in config.workloads) and not supports_odirect(target):
         raise TargetError(
@@ -359,6 +404,8 @@ def _check_target(config: BenchConfig, target: Path) -> bool:
 
 def _bytes_needed(wl: WorkloadConfig) -> int:
     """Space laid out before the clock starts (sequential writes grow from empty files)."""
+    if wl.wml:
+        return 0  # checked per fileset by filemacro.check_space
     if wl.personality.endswith("streamwrite"):
         return 0
     return wl.filesize * (5 if wl.personality.startswith("multistream") else 1)
@@ -434,7 +481,10 @@ def _run_workload(
     reporter: Reporter,
     tick: Callable[[], None],
 ) -> Outcome:
-    engine_run = _core.WorkloadRun(engine_spec(wl, where, device))
+    if wl.wml:
+        engine_run = _core.WorkloadRun.from_model(filemacro.model_json(wl, where))
+    else:
+        engine_run = _core.WorkloadRun(engine_spec(wl, where, device))
     reporter.workload_started(wl)
     engine_run.start()
     try:

@@ -209,6 +209,10 @@ CREATE TABLE IF NOT EXISTS workloads (
   run_id VARCHAR, workload VARCHAR, personality VARCHAR, engine VARCHAR, iosize BIGINT,
   nthreads INTEGER, iodepth INTEGER, directio BOOLEAN, ops BIGINT, ops_s DOUBLE, mib_s DOUBLE,
   errors BIGINT, runtime_s DOUBLE, p50_ns BIGINT, p99_ns BIGINT, max_ns BIGINT);
+CREATE TABLE IF NOT EXISTS flowops (
+  run_id VARCHAR, workload VARCHAR, flowop VARCHAR, kind VARCHAR, io BOOLEAN, ops BIGINT,
+  ops_s DOUBLE, mib_s DOUBLE, errors BIGINT, mean_ns DOUBLE, p50_ns BIGINT, p99_ns BIGINT,
+  max_ns BIGINT);
 CREATE TABLE IF NOT EXISTS energy (
   run_id VARCHAR, period VARCHAR, source VARCHAR, channel VARCHAR, scope VARCHAR,
   energy_j DOUBLE, avg_w DOUBLE, peak_w DOUBLE, duration_s DOUBLE, gap_s DOUBLE,
@@ -252,7 +256,7 @@ def _index_one(con: duckdb.DuckDBPyConnection, run_dir: Path) -> None:
     summary = read_summary(run_dir)
     run_id = manifest["run_id"]
     workloads_cfg = {w["name"]: w for w in manifest["config"].get("workloads", [])}
-    for table in ("runs", "workloads", "energy"):
+    for table in ("runs", "workloads", "flowops", "energy"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
     con.execute(
         "INSERT INTO runs VALUES (?, ?, ?, ?, make_timestamp(?::BIGINT // 1000),"
@@ -286,6 +290,29 @@ def _index_one(con: duckdb.DuckDBPyConnection, run_dir: Path) -> None:
     if rows:
         con.executemany(
             "INSERT INTO workloads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+        )
+    flowops = [
+        [
+            run_id,
+            name,
+            fname,
+            f.get("kind"),
+            f.get("io", True),
+            f.get("ops"),
+            f.get("ops_s"),
+            f.get("mib_s"),
+            f.get("errors"),
+            f.get("mean_ns"),
+            f.get("p50_ns"),
+            f.get("p99_ns"),
+            f.get("max_ns"),
+        ]
+        for name, w in summary.get("workloads", {}).items()
+        for fname, f in (w.get("flowops") or {}).items()
+    ]
+    if flowops:
+        con.executemany(
+            "INSERT INTO flowops VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", flowops
         )
     energy = [[run_id, *row] for row in energy_rows(summary.get("power") or {})]
     if energy:

@@ -33,8 +33,11 @@ def _latency(hist: Mapping[str, Any]) -> dict[str, Any]:
 def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
     """Headline figures of one workload from the engine's result."""
     secs = result["measured_ns"] / 1e9
-    ops = sum(f["ops"] for f in result["flowops"])
-    nbytes = sum(f["bytes"] for f in result["flowops"])
+    # Waits, limits and CPU work have statistics of their own but, as in FileBench's IO
+    # Summary, no share of the workload's ops and bytes.
+    io = [f for f in result["flowops"] if f.get("io", True)]
+    ops = sum(f["ops"] for f in io)
+    nbytes = sum(f["bytes"] for f in io)
     usr, sys_ = result["cpu_usr_ns"] / 1e9, result["cpu_sys_ns"] / 1e9
 
     def rate(n: float) -> float:
@@ -43,6 +46,8 @@ def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
     flowops = {}
     for f in result["flowops"]:
         flowops[f["name"]] = {
+            "kind": f.get("kind"),
+            "io": f.get("io", True),
             "ops": f["ops"],
             "bytes": f["bytes"],
             "errors": f["errors"],

@@ -23,6 +23,17 @@ pub struct WorkloadRun {
     outcome: Mutex<Option<Outcome>>,
 }
 
+impl WorkloadRun {
+    fn with(workload: Workload) -> Self {
+        Self {
+            workload,
+            progress: Progress::new(),
+            handle: Mutex::new(None),
+            outcome: Mutex::new(None),
+        }
+    }
+}
+
 #[pymethods]
 impl WorkloadRun {
     /// Builds the workload of a FileIO personality given as JSON (see `iowatt.bench`).
@@ -31,12 +42,21 @@ impl WorkloadRun {
         let fileio: FileIo = serde_json::from_str(fileio_json)
             .map_err(|e| raise(py, "ConfigError", format!("invalid workload: {e}"), None))?;
         let workload = fileio.build().map_err(|e| from_workload(py, &e))?;
-        Ok(Self {
-            workload,
-            progress: Progress::new(),
-            handle: Mutex::new(None),
-            outcome: Mutex::new(None),
-        })
+        Ok(Self::with(workload))
+    }
+
+    /// Takes a whole workload model as JSON (what `iowatt.wml` builds from a `.f` file).
+    #[staticmethod]
+    fn from_model(py: Python<'_>, model_json: &str) -> PyResult<Self> {
+        let workload: Workload = serde_json::from_str(model_json).map_err(|e| {
+            raise(
+                py,
+                "ConfigError",
+                format!("invalid workload model: {e}"),
+                None,
+            )
+        })?;
+        Ok(Self::with(workload))
     }
 
     /// The workload model (files, threads, flowops) as JSON.
@@ -138,6 +158,8 @@ fn output_dict<'py>(
         .map(|f| {
             let fd = hist_dict(py, &f.hist)?;
             fd.set_item("name", &f.name)?;
+            fd.set_item("kind", f.kind.as_str())?;
+            fd.set_item("io", f.is_io())?;
             fd.set_item("ops", f.ops)?;
             fd.set_item("bytes", f.bytes)?;
             fd.set_item("errors", f.errors)?;

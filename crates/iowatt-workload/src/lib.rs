@@ -8,16 +8,21 @@
 
 mod buffers;
 mod collector;
+mod dist;
 mod error;
+mod fileset;
+mod interp;
 mod offsets;
 mod output;
 pub mod personality;
+mod populate;
 mod prepare;
 mod progress;
 mod recorder;
 mod rng;
 mod run;
 mod spec;
+mod sync;
 mod worker;
 
 pub use error::WorkloadError;
@@ -25,4 +30,6 @@ pub use output::{FlowopOutput, Output, Status};
 pub use personality::FileIo;
 pub use progress::{Phase, Progress, ProgressSnapshot};
 pub use run::run;
-pub use spec::{Engine, FileSpec, Flowop, OpKind, ThreadSpec, Workload};
+pub use spec::{
+    Engine, FileSpec, FilesetSpec, Flowop, OpKind, Quit, SizeDist, ThreadSpec, Workload,
+};

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use iowatt_metrics::{IntervalRow, LatencyHistogram};
 
+use crate::spec::OpKind;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
     Complete,
@@ -16,6 +18,7 @@ pub enum Status {
 #[derive(Debug, Clone)]
 pub struct FlowopOutput {
     pub name: String,
+    pub kind: OpKind,
     pub ops: u64,
     pub bytes: u64,
     pub errors: u64,
@@ -38,23 +41,35 @@ pub struct Output {
     pub cpu_sys_ns: u64,
 }
 
+impl FlowopOutput {
+    /// Counts toward the run's totals (FileBench's IO Summary).
+    pub fn is_io(&self) -> bool {
+        self.kind.is_io()
+    }
+}
+
+/// Whole-run figures count only I/O flowops, as FileBench's IO Summary does.
 impl Output {
+    fn io(&self) -> impl Iterator<Item = &FlowopOutput> {
+        self.flowops.iter().filter(|f| f.is_io())
+    }
+
     pub fn ops(&self) -> u64 {
-        self.flowops.iter().map(|f| f.ops).sum()
+        self.io().map(|f| f.ops).sum()
     }
 
     pub fn bytes(&self) -> u64 {
-        self.flowops.iter().map(|f| f.bytes).sum()
+        self.io().map(|f| f.bytes).sum()
     }
 
     pub fn errors(&self) -> u64 {
         self.flowops.iter().map(|f| f.errors).sum()
     }
 
-    /// All flowops merged: the workload's latency distribution.
+    /// The I/O flowops merged: the workload's latency distribution.
     pub fn histogram(&self) -> LatencyHistogram {
         let mut all = LatencyHistogram::new();
-        self.flowops.iter().for_each(|f| all.merge(&f.hist));
+        self.io().for_each(|f| all.merge(&f.hist));
         all
     }
 }

@@ -98,6 +98,9 @@ impl FileIo {
             seed: self.seed,
             interval_ns: 1_000_000_000,
             slow_ns: self.slow_ns.clone(),
+            filesets: Vec::new(),
+            eventgen_rate: None,
+            quit: Default::default(),
         })
     }
 
@@ -130,10 +133,7 @@ impl FileIo {
         kind: OpKind,
         random: bool,
     ) -> ThreadSpec {
-        let op = match kind {
-            OpKind::Read => "read",
-            OpKind::Write => "write",
-        };
+        let op = kind.as_str();
         let flowop = if random {
             format!("rand-{op}1")
         } else {
@@ -151,7 +151,10 @@ impl FileIo {
                 directio: self.directio,
                 dsync: self.dsync,
                 workingset: self.workingset,
+                ..Flowop::default()
             }],
+            process: String::new(),
+            memsize: 0,
         }
     }
 }
@@ -159,7 +162,7 @@ impl FileIo {
 fn thread_name(kind: OpKind, random: bool) -> &'static str {
     match (kind, random) {
         (_, true) => "rand-thread",
-        (OpKind::Read, false) => "seqread",
         (OpKind::Write, false) => "seqwrite",
+        (_, false) => "seqread",
     }
 }

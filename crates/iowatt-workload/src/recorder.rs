@@ -100,6 +100,19 @@ impl Recorder {
         self.interval.hist.record(lat);
     }
 
+    /// Records a flowop that is not I/O (a wait, a limit, CPU work): it has its own statistics
+    /// but adds nothing to the run's ops, intervals or progress, as in FileBench's IO Summary.
+    #[inline]
+    pub fn ok_other(&mut self, flowop: usize, started: u64, done: u64, bytes: u64) {
+        if done < self.measure_start || done >= self.measure_end {
+            return;
+        }
+        let f = &mut self.flowops[flowop];
+        f.ops += 1;
+        f.bytes += bytes;
+        f.hist.record(done.saturating_sub(started));
+    }
+
     pub fn failed(&mut self, flowop: usize, done: u64, errno: i32) {
         self.unpublished.2 += 1;
         if done < self.measure_start || done >= self.measure_end {

@@ -1,6 +1,9 @@
-//! Running a workload: validate, prepare files, start every thread instance on one clock, collect
-//! intervals while they run, and assemble the output.
+//! Running a workload: validate, prepare files (or lay out filesets), start every thread
+//! instance on one clock, collect intervals while they run, and assemble the output. FileIO
+//! workloads run on the psync/io_uring workers; workloads with filesets run on the FileMacro
+//! interpreter. Both share this frame.
 
+use std::collections::BTreeMap;
 use std::os::unix::io::AsRawFd;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -9,102 +12,250 @@ use iowatt_metrics::now_ns;
 
 use crate::collector::Collector;
 use crate::error::WorkloadError;
+use crate::interp::{Interp, Shared};
 use crate::offsets::Offsets;
 use crate::output::{FlowopOutput, Output, Status};
+use crate::populate::populate;
 use crate::prepare::{open_for, prepare};
 use crate::progress::{Phase, Progress};
 use crate::recorder::{FlowopTotals, Recorder};
 use crate::rng::Rng;
-use crate::spec::{Engine, FileSpec, Flowop, OpKind, Workload};
+use crate::spec::{Engine, FileSpec, Flowop, OpKind, ThreadSpec, Workload};
 use crate::worker::{thread_cpu_ns, BoundFlowop, Schedule, Worker};
 
 /// Lead time between opening files and the first operation, so all threads start together.
 const START_LEAD_NS: u64 = 20_000_000;
 
+/// The run's clock: when threads start, when measuring starts and ends.
+struct Frame {
+    start: u64,
+    measure_start: u64,
+    end: u64,
+    /// Per-thread interval between operations when the workload has a rate.
+    period: Option<u64>,
+    workers: usize,
+}
+
+impl Frame {
+    fn new(w: &Workload) -> Self {
+        let workers = w.total_threads() as usize;
+        let start = now_ns() + START_LEAD_NS;
+        let measure_start = start + w.ramp_ns;
+        Frame {
+            start,
+            measure_start,
+            end: measure_start + w.runtime_ns,
+            period: w
+                .rate
+                .map(|r| (workers as f64 * 1e9 / r).round().max(1.0) as u64),
+            workers,
+        }
+    }
+}
+
+/// What a thread instance is given to set itself up with.
+struct Seat<'w> {
+    worker: usize,
+    /// Workload-wide id of the thread's first flowop.
+    base: usize,
+    /// Which instance of its thread definition it is.
+    instance: usize,
+    thread: &'w ThreadSpec,
+    rng: Rng,
+    recorder: Recorder,
+}
+
 struct WorkerResult {
     /// Totals per flowop, keyed by the flowop's workload-wide id.
     flowops: Vec<(usize, FlowopTotals)>,
-    errors_by_kind: std::collections::BTreeMap<String, u64>,
+    errors_by_kind: BTreeMap<String, u64>,
     cpu: (u64, u64),
     fatal: Option<String>,
     engine_error: Option<WorkloadError>,
+}
+
+impl WorkerResult {
+    fn new(
+        mut recorder: Recorder,
+        base: usize,
+        cpu_start: Option<(u64, u64)>,
+        fatal: Option<String>,
+        engine_error: Option<WorkloadError>,
+    ) -> Self {
+        let cpu_end = thread_cpu_ns();
+        let cpu = cpu_start.map_or((0, 0), |(u, s)| (cpu_end.0 - u, cpu_end.1 - s));
+        recorder.finish();
+        WorkerResult {
+            flowops: std::mem::take(&mut recorder.flowops)
+                .into_iter()
+                .enumerate()
+                .map(|(i, totals)| (base + i, totals))
+                .collect(),
+            errors_by_kind: std::mem::take(&mut recorder.errors_by_kind),
+            cpu,
+            fatal,
+            engine_error,
+        }
+    }
 }
 
 /// Runs `workload` to completion, cancellation or a fatal I/O error.
 pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadError> {
     validate(workload)?;
     progress.set_phase(Phase::Preparing);
-    prepare(workload, progress)?;
-
-    // Flowops are numbered workload-wide so per-flowop results merge across instances.
-    let mut flowop_ids = Vec::new();
-    let mut specs = Vec::new();
-    for t in &workload.threads {
-        let base = flowop_ids.len();
-        flowop_ids.extend(t.flowops.iter().map(|f| f.name.clone()));
-        for _ in 0..t.instances {
-            specs.push((base, &t.flowops));
-        }
+    if !workload.filesets.is_empty() {
+        return run_filesets(workload, progress);
     }
-    let nworkers = specs.len();
-    let mut workers = Vec::with_capacity(nworkers);
-    let start = now_ns() + START_LEAD_NS;
-    let measure_start = start + workload.ramp_ns;
-    let end = measure_start + workload.runtime_ns;
-    let period = workload
-        .rate
-        .map(|r| (nworkers as f64 * 1e9 / r).round().max(1.0) as u64);
-    let (tx, rx) = mpsc::channel();
-    for (w, (base, flowops)) in specs.iter().enumerate() {
-        let mut rng = Rng::stream(workload.seed, w as u64);
-        let bound = flowops
+    prepare(workload, progress)?;
+    let frame = Frame::new(workload);
+    let setup = |seat: Seat<'_>| {
+        let mut rng = seat.rng;
+        let bound = seat
+            .thread
+            .flowops
             .iter()
             .map(|f| bind(f, &workload.files[f.file], &mut rng))
             .collect::<Result<Vec<_>, _>>()?;
+        // Stagger rate-limited threads so their operations interleave rather than burst.
+        let offset = frame
+            .period
+            .map_or(0, |p| p * seat.worker as u64 / frame.workers as u64);
+        let worker = Worker {
+            flowops: bound,
+            recorder: seat.recorder,
+            schedule: Schedule::new(frame.start + offset, frame.period),
+            progress: progress.clone(),
+            measure_start: frame.measure_start,
+            stop_at: frame.end,
+            cpu_start: None,
+            fatal: None,
+        };
+        Ok((seat.base, rng, worker))
+    };
+    let body = |(base, mut rng, mut w): (usize, Rng, Worker)| {
+        wait_for(frame.start);
+        let engine_error = match workload.engine {
+            Engine::Psync => {
+                w.run_psync(&mut rng);
+                None
+            }
+            Engine::IoUring => w.run_uring(workload.iodepth, &mut rng).err(),
+        };
+        WorkerResult::new(w.recorder, base, w.cpu_start, w.fatal, engine_error)
+    };
+    execute(workload, progress, &frame, setup, body)
+}
+
+fn run_filesets(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadError> {
+    let filesets = populate(workload, progress)?;
+    let frame = Frame::new(workload);
+    let shared = Shared::new(workload, filesets, frame.measure_start);
+    let body = |(base, mut interp): (usize, Interp)| {
+        wait_for(frame.start);
+        interp.run();
+        WorkerResult::new(interp.recorder, base, interp.cpu_start, interp.fatal, None)
+    };
+    execute(
+        workload,
+        progress,
+        &frame,
+        |seat| Ok((seat.base, interp_for(&shared, seat, progress, &frame))),
+        body,
+    )
+}
+
+fn interp_for<'s>(
+    shared: &'s Shared,
+    seat: Seat<'s>,
+    progress: &Progress,
+    frame: &Frame,
+) -> Interp<'s> {
+    Interp::new(
+        shared,
+        seat.thread,
+        seat.base,
+        seat.instance,
+        seat.worker,
+        seat.rng,
+        seat.recorder,
+        progress.clone(),
+        frame.measure_start,
+        frame.end,
+    )
+}
+
+fn wait_for(start: u64) {
+    while now_ns() < start {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Sets up every thread instance, runs them on one clock while collecting intervals, and
+/// merges their results.
+fn execute<'w, T: Send>(
+    workload: &'w Workload,
+    progress: &Progress,
+    frame: &Frame,
+    mut setup: impl FnMut(Seat<'w>) -> Result<T, WorkloadError>,
+    body: impl Fn(T) -> WorkerResult + Sync,
+) -> Result<Output, WorkloadError> {
+    // Flowops are numbered workload-wide so per-flowop results merge across instances.
+    let mut flowops: Vec<FlowopOutput> = Vec::new();
+    let mut seats = Vec::new();
+    for t in &workload.threads {
+        let base = flowops.len();
+        flowops.extend(t.flowops.iter().map(|f| FlowopOutput {
+            name: f.name.clone(),
+            kind: f.kind,
+            ops: 0,
+            bytes: 0,
+            errors: 0,
+            hist: Default::default(),
+        }));
+        for instance in 0..t.instances as usize {
+            seats.push((base, instance, t));
+        }
+    }
+    let (tx, rx) = mpsc::channel();
+    let mut workers = Vec::with_capacity(seats.len());
+    for (w, (base, instance, thread)) in seats.into_iter().enumerate() {
         let recorder = Recorder::new(
             w,
-            flowops.len(),
-            measure_start,
-            end,
+            thread.flowops.len(),
+            frame.measure_start,
+            frame.end,
             workload.interval_ns,
             tx.clone(),
             progress.clone(),
         );
-        // Stagger rate-limited threads so their operations interleave rather than burst.
-        let offset = period.map_or(0, |p| p * w as u64 / nworkers as u64);
-        workers.push((
-            *base,
-            rng,
-            Worker {
-                flowops: bound,
-                recorder,
-                schedule: Schedule::new(start + offset, period),
-                progress: progress.clone(),
-                measure_start,
-                stop_at: end,
-                cpu_start: None,
-                fatal: None,
-            },
-        ));
+        workers.push(setup(Seat {
+            worker: w,
+            base,
+            instance,
+            thread,
+            rng: Rng::stream(workload.seed, w as u64),
+            recorder,
+        })?);
     }
     drop(tx);
-    progress.set_window(measure_start, end);
+    progress.set_window(frame.measure_start, frame.end);
     progress.set_phase(if workload.ramp_ns > 0 {
         Phase::Ramp
     } else {
         Phase::Running
     });
 
-    let mut collector = Collector::new(nworkers, workload.interval_ns, workload.slow_ns.clone());
+    let mut collector = Collector::new(
+        frame.workers,
+        workload.interval_ns,
+        workload.slow_ns.clone(),
+    );
     let mut stopped_at = None;
     let results: Vec<WorkerResult> = std::thread::scope(|scope| {
+        let body = &body;
         let handles: Vec<_> = workers
             .into_iter()
-            .map(|(base, rng, worker)| {
-                let engine = workload.engine;
-                let depth = workload.iodepth;
-                scope.spawn(move || run_worker(worker, base, rng, engine, depth, start))
-            })
+            .map(|t| scope.spawn(move || body(t)))
             .collect();
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
@@ -113,11 +264,11 @@ pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadE
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             let now = now_ns();
-            if now >= measure_start && now < end {
+            if now >= frame.measure_start && now < frame.end {
                 progress.set_phase(Phase::Running);
             }
-            if stopped_at.is_none() && (progress.is_stopping() || now >= end) {
-                stopped_at = Some(now.min(end));
+            if stopped_at.is_none() && (progress.is_stopping() || now >= frame.end) {
+                stopped_at = Some(now.min(frame.end));
                 progress.set_phase(Phase::Finishing);
             }
         }
@@ -127,22 +278,12 @@ pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadE
             .collect()
     });
 
-    let stopped_at = stopped_at.unwrap_or(end).min(end);
-    let measured_ns = stopped_at.saturating_sub(measure_start);
-    let mut flowops: Vec<FlowopOutput> = flowop_ids
-        .into_iter()
-        .map(|name| FlowopOutput {
-            name,
-            ops: 0,
-            bytes: 0,
-            errors: 0,
-            hist: Default::default(),
-        })
-        .collect();
+    let stopped_at = stopped_at.unwrap_or(frame.end).min(frame.end);
+    let measured_ns = stopped_at.saturating_sub(frame.measure_start);
     let mut output = Output {
         name: workload.name.clone(),
         status: Status::Complete,
-        measure_start_ns: measure_start,
+        measure_start_ns: frame.measure_start,
         measured_ns,
         flowops: Vec::new(),
         intervals: collector.finish(measured_ns),
@@ -170,49 +311,12 @@ pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadE
             output.status = Status::Failed(reason);
         }
     }
-    if output.status == Status::Complete && progress.is_cancelled() && stopped_at < end {
+    if output.status == Status::Complete && progress.is_cancelled() && stopped_at < frame.end {
         output.status = Status::Cancelled;
     }
     output.flowops = flowops;
     progress.set_phase(Phase::Done);
     Ok(output)
-}
-
-fn run_worker(
-    mut w: Worker,
-    base: usize,
-    mut rng: Rng,
-    engine: Engine,
-    depth: u32,
-    start: u64,
-) -> WorkerResult {
-    while now_ns() < start {
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    let engine_error = match engine {
-        Engine::Psync => {
-            w.run_psync(&mut rng);
-            None
-        }
-        Engine::IoUring => w.run_uring(depth, &mut rng).err(),
-    };
-    let cpu_end = thread_cpu_ns();
-    let cpu = w
-        .cpu_start
-        .map_or((0, 0), |(u, s)| (cpu_end.0 - u, cpu_end.1 - s));
-    w.recorder.finish();
-    let flowops = std::mem::take(&mut w.recorder.flowops)
-        .into_iter()
-        .enumerate()
-        .map(|(i, totals)| (base + i, totals))
-        .collect();
-    WorkerResult {
-        flowops,
-        errors_by_kind: std::mem::take(&mut w.recorder.errors_by_kind),
-        cpu,
-        fatal: w.fatal,
-        engine_error,
-    }
 }
 
 fn bind(f: &Flowop, file: &FileSpec, rng: &mut Rng) -> Result<BoundFlowop, WorkloadError> {
@@ -222,14 +326,14 @@ fn bind(f: &Flowop, file: &FileSpec, rng: &mut Rng) -> Result<BoundFlowop, Workl
     } else {
         file.size
     };
-    let offsets = match (f.random, f.kind) {
+    let offsets = match (f.random, write) {
         (true, _) => Offsets::random(Rng::stream(rng.next_u64(), 0), span, f.iosize),
-        (false, OpKind::Read) => Offsets::SeqRead {
+        (false, false) => Offsets::SeqRead {
             next: 0,
             size: file.size,
             iosize: f.iosize,
         },
-        (false, OpKind::Write) => Offsets::SeqWrite {
+        (false, true) => Offsets::SeqWrite {
             next: 0,
             wrap: file.device.then_some(file.size),
             iosize: f.iosize,
@@ -247,11 +351,11 @@ fn bind(f: &Flowop, file: &FileSpec, rng: &mut Rng) -> Result<BoundFlowop, Workl
         unsafe { libc::posix_fadvise(fd.as_raw_fd(), 0, 0, advice) };
     }
     Ok(BoundFlowop {
-        kind: f.kind,
+        write,
         file: fd,
         iosize: f.iosize as usize,
         offsets,
-        invalidate_on_wrap: f.kind == OpKind::Read && !f.random && !f.directio && !file.device,
+        invalidate_on_wrap: !write && !f.random && !f.directio && !file.device,
     })
 }
 
@@ -275,26 +379,91 @@ fn validate(w: &Workload) -> Result<(), WorkloadError> {
         if t.flowops.is_empty() {
             return bad(format!("thread `{}` has no flowops", t.name));
         }
-        for f in &t.flowops {
-            let Some(file) = w.files.get(f.file) else {
-                return bad(format!("flowop `{}` names no file", f.name));
-            };
-            if f.iosize == 0 {
-                return bad(format!("flowop `{}` has iosize 0", f.name));
-            }
-            if f.directio && f.iosize % 512 != 0 {
-                return bad(format!(
-                    "flowop `{}`: O_DIRECT needs an iosize that is a multiple of 512 bytes, not {}",
-                    f.name, f.iosize
-                ));
-            }
-            let needs_data = f.kind == OpKind::Read || f.random;
-            if needs_data && file.size < f.iosize {
-                return bad(format!(
-                    "flowop `{}`: file `{}` ({} bytes) is smaller than iosize {}",
-                    f.name, file.name, file.size, f.iosize
-                ));
-            }
+    }
+    if w.filesets.is_empty() {
+        validate_files(w)
+    } else {
+        validate_filesets(w)
+    }
+}
+
+fn validate_files(w: &Workload) -> Result<(), WorkloadError> {
+    let bad = |msg: String| Err(WorkloadError::Invalid(msg));
+    for f in w.threads.iter().flat_map(|t| &t.flowops) {
+        if !matches!(f.kind, OpKind::Read | OpKind::Write) {
+            return bad(format!(
+                "flowop `{}`: {} works on filesets, and the workload has none",
+                f.name,
+                f.kind.as_str()
+            ));
+        }
+        let Some(file) = w.files.get(f.file) else {
+            return bad(format!("flowop `{}` names no file", f.name));
+        };
+        if f.iosize == 0 {
+            return bad(format!("flowop `{}` has iosize 0", f.name));
+        }
+        if f.directio && f.iosize % 512 != 0 {
+            return bad(format!(
+                "flowop `{}`: O_DIRECT needs an iosize that is a multiple of 512 bytes, not {}",
+                f.name, f.iosize
+            ));
+        }
+        let needs_data = f.kind == OpKind::Read || f.random;
+        if needs_data && file.size < f.iosize {
+            return bad(format!(
+                "flowop `{}`: file `{}` ({} bytes) is smaller than iosize {}",
+                f.name, file.name, file.size, f.iosize
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_filesets(w: &Workload) -> Result<(), WorkloadError> {
+    let bad = |msg: String| Err(WorkloadError::Invalid(msg));
+    if w.rate.is_some() {
+        return bad("a rate applies to FileIO workloads; filesets use eventgen".into());
+    }
+    for fs in &w.filesets {
+        fs.size
+            .validate()
+            .or_else(|e| bad(format!("fileset `{}`: {e}", fs.name)))?;
+        if fs.prealloc > 100 {
+            return bad(format!(
+                "fileset `{}`: prealloc {} is over 100 %",
+                fs.name, fs.prealloc
+            ));
+        }
+    }
+    let flowops: Vec<&Flowop> = w.threads.iter().flat_map(|t| &t.flowops).collect();
+    let named = |kind: OpKind, name: &str| flowops.iter().any(|f| f.kind == kind && f.name == name);
+    for f in &flowops {
+        if f.fileset.is_some_and(|i| i >= w.filesets.len()) {
+            return bad(format!("flowop `{}` names no fileset", f.name));
+        }
+        if let Some(d) = &f.iosize_dist {
+            d.validate()
+                .or_else(|e| bad(format!("flowop `{}`: {e}", f.name)))?;
+        }
+        let needs_size = matches!(
+            f.kind,
+            OpKind::Read | OpKind::Write | OpKind::AioWrite | OpKind::AppendFile
+        ) || f.kind == OpKind::AppendFileRand;
+        if needs_size && f.iosize == 0 && f.iosize_dist.is_none() {
+            return bad(format!("flowop `{}` has iosize 0", f.name));
+        }
+        let target = f.target.as_deref().unwrap_or_default();
+        let missing = match f.kind {
+            OpKind::SemPost => !named(OpKind::SemBlock, target),
+            OpKind::Wakeup => !named(OpKind::Block, target),
+            _ => f.target.is_some() && !flowops.iter().any(|g| g.name == target),
+        };
+        if missing {
+            return bad(format!(
+                "flowop `{}`: its target `{target}` is no flowop of the right kind",
+                f.name
+            ));
         }
     }
     Ok(())

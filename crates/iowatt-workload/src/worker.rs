@@ -16,11 +16,10 @@ use crate::offsets::Offsets;
 use crate::progress::Progress;
 use crate::recorder::Recorder;
 use crate::rng::Rng;
-use crate::spec::OpKind;
 
 /// One flowop as a thread executes it: its own fd, offsets and buffer size.
 pub struct BoundFlowop {
-    pub kind: OpKind,
+    pub write: bool,
     pub file: File,
     pub iosize: usize,
     pub offsets: Offsets,
@@ -100,9 +99,10 @@ impl Worker {
     fn fail(&mut self, flowop: usize, now: u64, errno: i32) {
         self.recorder.failed(flowop, now, errno);
         if is_fatal(errno) {
-            let op = match self.flowops[flowop].kind {
-                OpKind::Read => "read",
-                OpKind::Write => "write",
+            let op = if self.flowops[flowop].write {
+                "write"
+            } else {
+                "read"
             };
             self.fatal = Some(format!(
                 "{op} failed: {}",
@@ -140,9 +140,10 @@ impl Worker {
             let ptr = buf.as_mut_ptr();
             // SAFETY: buf holds at least iosize bytes and outlives the call.
             let res = unsafe {
-                match f.kind {
-                    OpKind::Read => libc::pread(fd, ptr.cast(), f.iosize, off as i64),
-                    OpKind::Write => libc::pwrite(fd, ptr.cast(), f.iosize, off as i64),
+                if f.write {
+                    libc::pwrite(fd, ptr.cast(), f.iosize, off as i64)
+                } else {
+                    libc::pread(fd, ptr.cast(), f.iosize, off as i64)
                 }
             };
             let done = now_ns();
@@ -184,9 +185,10 @@ impl Worker {
                     let fd = types::Fd(f.file.as_raw_fd());
                     let ptr = bufs[slot].as_mut_ptr();
                     let len = f.iosize as u32;
-                    let sqe = match f.kind {
-                        OpKind::Read => opcode::Read::new(fd, ptr, len).offset(off).build(),
-                        OpKind::Write => opcode::Write::new(fd, ptr, len).offset(off).build(),
+                    let sqe = if f.write {
+                        opcode::Write::new(fd, ptr, len).offset(off).build()
+                    } else {
+                        opcode::Read::new(fd, ptr, len).offset(off).build()
                     };
                     slots[slot] = (next_flowop, due);
                     // SAFETY: the buffer and fd stay alive until the completion is reaped

@@ -23,7 +23,18 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from iowatt.cli import bench, campaign, compare, energy, imports, power, report, runs, sweep
+    from iowatt.cli import (
+        age,
+        bench,
+        campaign,
+        compare,
+        energy,
+        imports,
+        power,
+        report,
+        runs,
+        sweep,
+    )
 
     cli.add_command(bench.bench)
     cli.add_command(power.power)
@@ -34,6 +45,7 @@ def _register() -> None:
     cli.add_command(campaign.campaign_cmd)
     cli.add_command(compare.compare_cmd)
     cli.add_command(imports.import_cmd)
+    cli.add_command(age.age)
 
 
 def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -9,6 +9,7 @@ import click
 
 from iowatt import bench as bench_lib
 from iowatt import campaign as campaign_lib
+from iowatt import filemacro
 from iowatt.bench import BenchConfig, Options, Reporter, SilentReporter
 from iowatt.cli.power import SOURCE_HELP
 from iowatt.cli.progress import RichReporter
@@ -17,6 +18,7 @@ from iowatt.compare.render import render
 from iowatt.compare.table import Settings, compare
 from iowatt.errors import ConfigError
 from iowatt.fileio import PERSONALITIES, SUITES
+from iowatt.filemacro import SUITE
 from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.power import DEFAULT_HZ, parse_source
 from iowatt.store import parse_filters, read_summary, results_dir
@@ -25,7 +27,9 @@ from iowatt.units import parse_duration
 
 @click.command()
 @click.argument("workload", required=False)
-@click.option("--suite", help=f"Run a whole suite ({', '.join(SUITES)}) with its full settings.")
+@click.option(
+    "--suite", help=f"Run a whole suite ({', '.join((*SUITES, SUITE))}) with its full settings."
+)
 @click.option("--target", type=click.Path(path_type=Path), help="Directory or block device.")
 @click.option("--iosize", help="I/O size, e.g. 4k, 1m.")
 @click.option("--filesize", help="File size, e.g. 256m, 10g.")
@@ -39,6 +43,8 @@ from iowatt.units import parse_duration
 @click.option("--rate", type=float, help="Open-loop rate limit in ops/s across all threads.")
 @click.option("--seed", type=int, help="Seed for offsets and data (recorded in the run).")
 @click.option("--slow", help="Count operations above these latencies each second [100ms,200ms].")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Set a workload file's $variable, e.g. --set nthreads=32.")  # fmt: skip
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--repeat", type=int, default=1, help="Run it N times and summarise the series.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
@@ -71,9 +77,10 @@ def bench(
 
     WORKLOAD is a personality ("""
         + ", ".join(PERSONALITIES)
-        + """) or a suite workload such as
-    randomread8k. With no WORKLOAD and no --suite, runs a short FileIO suite (2 s each, 64 MiB
-    file) in a temporary directory.
+        + """), a suite workload such as
+    randomread8k, or a FileBench workload file (FILE.f) run unchanged. --suite filemacro runs
+    fileserver, varmail, webproxy, webserver and oltp. With no WORKLOAD and no --suite, runs a
+    short FileIO suite (2 s each, 64 MiB file) in a temporary directory.
     """
     )
     config = bench_lib.plan(
@@ -85,6 +92,11 @@ def bench(
         labels=parse_filters(labels),
         destroy_data=destroy_data,
     )
+    if not quiet:
+        for wl in config.workloads:
+            if wl.wml:
+                for line in filemacro.notices(wl):
+                    click.echo(line, err=True)
     config.report = not no_report
     config.power = [parse_source(s) for s in power]
     config.power_hz = power_hz

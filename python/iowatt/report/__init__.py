@@ -22,6 +22,7 @@ from iowatt.report.context import (
     styles,
     workload_row,
 )
+from iowatt.report.flowops import flowop_tables
 from iowatt.report.load import load_run
 from iowatt.report.series import code_spans, consecutive_runs
 from iowatt.report.sweep import sweep_views
@@ -69,6 +70,7 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         plots={plot.name: plot for plot in build_plots(runs, style)},
         percentiles=[f"p{p:g}" if p < 100 else "max" for p in PERCENTILES],
         thresholds=[(threshold_label(t), t) for t in thresholds],
+        flowops=flowop_tables(runs, style),
         slow=slow_section(runs, style),
         series=consecutive_runs(runs),
         energy=energy_rows(runs),

@@ -1,5 +1,6 @@
 //! End-to-end runs of the engine on real files in a temporary directory.
 
+mod filesets;
 mod support;
 
 use std::os::unix::fs::MetadataExt;

@@ -1,0 +1,199 @@
+//! What FileBench's threads coordinate through: the event generator that rate-limiting flowops
+//! consume, semaphores (semblock/sempost, with sempost's high-water back-pressure) and
+//! condition variables (block/wakeup). Every wait wakes at least every [`TICK`] to see whether
+//! the run is over, so no thread outlives the runtime waiting for a partner that has stopped.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use iowatt_metrics::now_ns;
+
+const TICK: Duration = Duration::from_millis(50);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `eventgen rate=N`: N events per second from the start of the run. Events not consumed
+/// accumulate, as FileBench's event queue does; event k is available at start + k/N.
+pub struct EventGen {
+    start_ns: u64,
+    period_ns: f64,
+    taken: std::sync::atomic::AtomicU64,
+}
+
+impl EventGen {
+    pub fn new(rate: f64, start_ns: u64) -> Self {
+        Self {
+            start_ns,
+            period_ns: 1e9 / rate,
+            taken: Default::default(),
+        }
+    }
+
+    /// Waits until `n` more events have been generated and takes them; false if the run
+    /// stopped first.
+    pub fn take(&self, n: u64, stopping: &dyn Fn() -> bool) -> bool {
+        let last = self
+            .taken
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed)
+            + n;
+        let due = self.start_ns + (last as f64 * self.period_ns) as u64;
+        sleep_until(due, stopping)
+    }
+}
+
+/// Sleeps until CLOCK_MONOTONIC `due`; false if `stopping` said so first.
+pub fn sleep_until(due: u64, stopping: &dyn Fn() -> bool) -> bool {
+    loop {
+        let now = now_ns();
+        if now >= due {
+            return true;
+        }
+        if stopping() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_nanos(due - now).min(TICK));
+    }
+}
+
+/// One instance of a semblock flowop: `posted` counts posts not yet consumed; `room` is how far
+/// posters may run ahead (the high-water mark), refilled by each block.
+pub struct Sem {
+    state: Mutex<(i64, i64)>,
+    cv: Condvar,
+}
+
+impl Sem {
+    pub fn new(highwater: u64) -> Self {
+        Self {
+            state: Mutex::new((0, highwater as i64)),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// semblock: give `value` of room back, then wait for `value` posts.
+    pub fn block(&self, value: u64, stopping: &dyn Fn() -> bool) -> bool {
+        let value = value as i64;
+        let mut s = lock(&self.state);
+        s.1 += value;
+        self.cv.notify_all();
+        while s.0 < value {
+            if stopping() {
+                return false;
+            }
+            s = self
+                .cv
+                .wait_timeout(s, TICK)
+                .map_or_else(|e| e.into_inner().0, |r| r.0);
+        }
+        s.0 -= value;
+        true
+    }
+
+    /// sempost: add `value` posts; with `blocking`, first wait for that much room.
+    pub fn post(&self, value: u64, blocking: bool, stopping: &dyn Fn() -> bool) -> bool {
+        let value = value as i64;
+        let mut s = lock(&self.state);
+        if blocking {
+            while s.1 < value {
+                if stopping() {
+                    return false;
+                }
+                s = self
+                    .cv
+                    .wait_timeout(s, TICK)
+                    .map_or_else(|e| e.into_inner().0, |r| r.0);
+            }
+            s.1 -= value;
+        }
+        s.0 += value;
+        self.cv.notify_all();
+        true
+    }
+}
+
+/// One instance of a block flowop, woken by a wakeup naming it.
+#[derive(Default)]
+pub struct Gate {
+    generation: Mutex<u64>,
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn wait(&self, stopping: &dyn Fn() -> bool) -> bool {
+        let mut g = lock(&self.generation);
+        let seen = *g;
+        while *g == seen {
+            if stopping() {
+                return false;
+            }
+            g = self
+                .cv
+                .wait_timeout(g, TICK)
+                .map_or_else(|e| e.into_inner().0, |r| r.0);
+        }
+        true
+    }
+
+    pub fn wake(&self) {
+        *lock(&self.generation) += 1;
+        self.cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_block_waits_for_enough_posts() {
+        let sem = Arc::new(Sem::new(10));
+        let never = || false;
+        let s2 = sem.clone();
+        let waiter = std::thread::spawn(move || s2.block(3, &|| false));
+        for _ in 0..3 {
+            assert!(sem.post(1, false, &never));
+        }
+        assert!(waiter.join().unwrap());
+        assert_eq!(*lock(&sem.state), (0, 13));
+    }
+
+    #[test]
+    fn a_blocking_post_stops_at_the_high_water_mark() {
+        let sem = Sem::new(2);
+        let never = || false;
+        assert!(sem.post(1, true, &never));
+        assert!(sem.post(1, true, &never));
+        // No room left and nobody blocking: the post gives up only when the run stops.
+        let t0 = now_ns();
+        let stop_after = move || now_ns() - t0 > 120_000_000;
+        assert!(!sem.post(1, true, &stop_after));
+        assert!(sem.block(2, &never));
+        assert!(sem.post(1, true, &never));
+    }
+
+    #[test]
+    fn events_arrive_at_the_rate() {
+        let start = now_ns();
+        let gen = EventGen::new(200.0, start);
+        for _ in 0..20 {
+            assert!(gen.take(1, &|| false));
+        }
+        // 20 events at 200/s are due 100 ms after the start, not before.
+        assert!(now_ns() - start >= 100_000_000);
+    }
+
+    #[test]
+    fn a_gate_opens_on_wake() {
+        let gate = Arc::new(Gate::default());
+        let g2 = gate.clone();
+        let waiter = std::thread::spawn(move || g2.wait(&|| false));
+        while Arc::strong_count(&gate) > 1 && !waiter.is_finished() {
+            gate.wake();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(waiter.join().unwrap());
+    }
+}

@@ -1,0 +1,228 @@
+"""``iowatt age``: fill a file system and delete a random share of the files, as the
+storage-workloads study did, so benchmarks run on aged free space (see docs/age.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from iowatt import age as age_lib
+from iowatt.errors import ConfigError
+from iowatt.units import format_bytes
+
+
+class _Bars:
+    """One bar per phase (writing, syncing, deleting), in bytes, on stderr."""
+
+    def __init__(self) -> None:
+        self.bars = Progress(
+            TextColumn("{task.description:<9}"),
+            BarColumn(bar_width=30),
+            DownloadColumn(binary_units=True),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self.tasks: dict[str, TaskID] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase not in self.tasks:
+            if not self.bars.live.is_started:
+                self.bars.start()
+            self.tasks[phase] = self.bars.add_task(phase, total=total or None)
+        self.bars.update(self.tasks[phase], completed=done, total=total or None)
+
+    def close(self) -> None:
+        if self.bars.live.is_started:
+            self.bars.stop()
+
+
+@click.command("age")
+@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.option("--fill", metavar="PCT%|SIZE",
+              help="How full to make DIR's file system: a share of its size (`90%`), or a size "
+              "of data to write (`20g`).")  # fmt: skip
+@click.option("--sizes", metavar="MIN..MAX",
+              help=f"File sizes  [default: {age_lib.DEFAULT_SIZES}, the study's]")  # fmt: skip
+@click.option("--dist", type=click.Choice(age_lib.DISTS),
+              help="How sizes are drawn: loguniform (most files small, a few huge) or uniform  "
+              "[default: loguniform]")  # fmt: skip
+@click.option("--delete", metavar="PCT%|SIZE",
+              help="Then delete random files until this share of the bytes written (or this "
+              f"size) is freed  [default: {age_lib.DEFAULT_DELETE}]")  # fmt: skip
+@click.option("--delete-sizes", metavar="MIN..MAX",
+              help="Delete only files of these sizes (the study: 50k..1g)  "
+              "[default: any]")  # fmt: skip
+@click.option("--seed", metavar="N", help="Seed of sizes, data and deletions (recorded).")
+@click.option("--manifest", "copy_to", metavar="PATH", type=click.Path(path_type=Path),
+              help="Keep a copy of the manifest at PATH too (it survives --cleanup).")  # fmt: skip
+@click.option("--recreate", metavar="MANIFEST", type=click.Path(path_type=Path),
+              help="Recreate the aging a manifest describes: the same files, sizes and "
+              "deletions.")  # fmt: skip
+@click.option("--cleanup", is_flag=True,
+              help="Delete what iowatt age made in DIR: only what its manifest "
+              "lists.")  # fmt: skip
+@click.option("--status", is_flag=True, help="Show the aging in DIR.")
+@click.option("--dry-run", is_flag=True, help="Show what would be written or removed; do nothing.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def age(
+    directory: Path,
+    fill: str | None,
+    sizes: str | None,
+    dist: str | None,
+    delete: str | None,
+    delete_sizes: str | None,
+    seed: str | None,
+    copy_to: Path | None,
+    recreate: Path | None,
+    cleanup: bool,
+    status: bool,
+    dry_run: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Age the file system holding DIR: fill it with files of random sizes under
+    DIR/iowatt-age, then delete a random share of them, keeping a manifest of every file.
+
+    \b
+      iowatt age /mnt/disk --fill 90% --sizes 1k..75g --delete 7% --seed 1
+      iowatt age /mnt/disk --status
+      iowatt age /mnt/disk --cleanup
+    """
+    modes = [name for name, on in (("--recreate", recreate), ("--cleanup", cleanup),
+                                   ("--status", status)) if on]  # fmt: skip
+    if len(modes) > 1:
+        raise ConfigError(f"{modes[0]} and {modes[1]} cannot be combined", "give one of them")
+    mode = modes[0] if modes else None
+    given: dict[str, object] = {"--fill": fill, "--sizes": sizes, "--dist": dist,
+                                "--delete": delete, "--delete-sizes": delete_sizes,
+                                "--seed": seed}  # fmt: skip
+    if mode is not None:
+        if mode != "--recreate":
+            given["--manifest"] = copy_to
+        if mode == "--status":
+            given["--dry-run"] = dry_run or None
+        for option, value in given.items():
+            if value is not None:
+                raise ConfigError(
+                    f"{option} does not apply to {mode}",
+                    hint=f"{mode} takes its parameters from the manifest",
+                )
+    elif fill is None:
+        raise ConfigError(
+            "--fill is missing: how full to make the file system",
+            hint=f"e.g. `iowatt age {directory} --fill 90%`, or --status, --cleanup, --recreate",
+        )
+
+    if status:
+        _show(age_lib.status(directory), as_json, quiet=False)
+        return
+    if cleanup:
+        _cleaned(age_lib.cleanup(directory, dry_run=dry_run), as_json, quiet)
+        return
+    bars = _Bars() if not (quiet or as_json or dry_run) and sys.stderr.isatty() else None
+    try:
+        if recreate is not None:
+            out = age_lib.recreate(directory, recreate, bars, copy_to, dry_run=dry_run)
+        else:
+            assert fill is not None
+            config = age_lib.AgeConfig.parse(
+                fill,
+                sizes or age_lib.DEFAULT_SIZES,
+                delete or age_lib.DEFAULT_DELETE,
+                delete_sizes,
+                dist or "loguniform",
+                seed,
+            )
+            if dry_run:
+                out = age_lib.plan(directory, config).as_dict()
+            else:
+                out = age_lib.run(directory, config, bars, copy_to)
+    finally:
+        if bars is not None:
+            bars.close()
+    if dry_run:
+        _planned(out, as_json)
+    else:
+        _show(out, as_json, quiet)
+
+
+def _n(count: int, noun: str, nouns: str | None = None) -> str:
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def _pct(value: float | None) -> str:
+    return "?" if value is None else f"{value:.1f}%"
+
+
+def _show(s: dict[str, Any], as_json: bool, quiet: bool) -> None:
+    for warning in s["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
+    if as_json:
+        click.echo(json.dumps(s, indent=2))
+        return
+    if quiet:
+        return
+    done = s["status"] == "complete"
+    state = f"aged {s['dir']}" if done else f"aging of {s['dir']} incomplete ({s['reason']})"
+    fs = s["fs"]
+    click.echo(
+        f"{state}: {_n(s['files'], 'file')} written "
+        f"({format_bytes(s['bytes_written'])}), {s['files_deleted']:,} deleted "
+        f"({format_bytes(s['bytes_deleted'])})"
+    )
+    line = (
+        f"{fs['type'] or 'file system'} of {format_bytes(fs['size'])}: "
+        f"{_pct(fs['fill_before'])} used before, {_pct(fs['fill_after'])} after"
+    )
+    if "fill_now" in fs:
+        line += f", {_pct(fs['fill_now'])} now"
+    click.echo(line)
+    click.echo(f"manifest: {s['manifest']} (seed {s['seed']})")
+
+
+def _planned(p: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(p, indent=2))
+        return
+    fs = p["fs"]
+    target = f" to reach {_pct(p['fill_target'])}" if p.get("fill_target") else ""
+    click.echo(
+        f"would write {format_bytes(p['bytes_to_write'])} in {_n(p['files'], 'file')}{target} "
+        f"and delete {format_bytes(p['bytes_to_delete'])} (seed {p['seed']})"
+    )
+    click.echo(
+        f"{fs['type'] or 'file system'} of {format_bytes(fs['size'])} at {p['dir']}: "
+        f"{_pct(fs['fill_now'])} used, {format_bytes(fs['available'])} available"
+    )
+
+
+def _cleaned(c: dict[str, Any], as_json: bool, quiet: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(c, indent=2))
+        return
+    for path in c["kept"]:
+        click.echo(f"warning: kept `{path}`: it is or holds what iowatt did not make", err=True)
+    if quiet:
+        return
+    verb = "would remove" if c["dry_run"] else "removed"
+    click.echo(
+        f"{verb} {_n(c['files_removed'], 'file')} ({format_bytes(c['bytes_removed'])}) and "
+        f"{_n(c['dirs_removed'], 'directory', 'directories')} from "
+        f"{c['dir']}"
+    )

@@ -1,0 +1,176 @@
+"""FileBench workload files in ``iowatt bench``: a ``.f`` file, or the built-in FileMacro suite
+(fileserver, varmail, webproxy, webserver, oltp), planned into :class:`WorkloadConfig` and
+turned into the engine's model for the directory a run works in.
+
+A workload's ``wml`` names its file; ``overrides`` are the ``--set`` values. The model is built
+again at run time, when the work directory is known, because every fileset must live in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from iowatt.errors import ConfigError, TargetError
+from iowatt.units import format_bytes, parse_size
+from iowatt.wml import BUILTIN, Program, builtin_path, parse_file
+
+if TYPE_CHECKING:
+    from iowatt.bench import Options, WorkloadConfig
+
+SUITE = "filemacro"
+DEFAULT_RUNTIME_S = 60.0  # FileBench's `run` without a duration
+# bench options that map onto the variables FileBench's files use for them
+_VARIABLE_OPTIONS = {"nthreads": "nthreads", "iosize": "iosize", "filesize": "filesize"}
+# bench options a workload file decides for itself
+_FILE_DECIDES = ("engine", "iodepth", "directio", "dsync", "rate")
+
+
+def is_wml(what: str) -> bool:
+    return what.endswith(".f") or Path(what).is_file()
+
+
+def parse_sets(items: tuple[str, ...]) -> dict[str, str]:
+    """``("nthreads=32",)`` → ``{"nthreads": "32"}`` (a leading ``$`` is allowed)."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip().removeprefix("$")
+        if not sep or not name or not value.strip():
+            raise ConfigError(
+                f"--set `{item}` is not NAME=VALUE", "e.g. --set nthreads=32 --set nfiles=1000"
+            )
+        out[name] = value.strip()
+    return out
+
+
+def _overrides(opts: Options, defined: Mapping[str, str], strict: bool) -> dict[str, str]:
+    """--set values, plus --nthreads/--iosize/--filesize, for the variables a file defines.
+    With ``strict`` (one file the user named) a value for a variable it lacks is an error; in
+    a suite it applies to the files that have the variable."""
+    for opt in _FILE_DECIDES:
+        if getattr(opts, opt) not in (None, False):
+            raise ConfigError(
+                f"--{opt} does not apply to FileBench workload files",
+                "set it in the file, or with --set if the file has a variable for it",
+            )
+    wanted = parse_sets(opts.sets)
+    for opt, var in _VARIABLE_OPTIONS.items():
+        value = getattr(opts, opt)
+        if value is not None:
+            wanted.setdefault(var, str(value))
+    if strict:
+        return wanted  # the parser names a variable the file lacks
+    return {k: v for k, v in wanted.items() if k in defined}
+
+
+def plan_file(source: Path, opts: Options, seed: int) -> WorkloadConfig:
+    """One workload from a user's ``.f`` file."""
+    if not source.is_file():
+        raise ConfigError(
+            f"workload file `{source}` does not exist",
+            "give the path of a FileBench .f file, or a personality name",
+        )
+    return _plan(source, opts, seed, strict=True)
+
+
+def plan_suite(opts: Options, seed: int) -> list[WorkloadConfig]:
+    workloads = [_plan(builtin_path(name), opts, seed, strict=False) for name in BUILTIN]
+    applied = {k for wl in workloads for k in wl.overrides}
+    unknown = sorted(set(parse_sets(opts.sets)) - applied)
+    if unknown:
+        known = sorted({k for wl in workloads for k in wl.variables})
+        raise ConfigError(
+            f"--set {unknown[0]}: no workload of the {SUITE} suite has `${unknown[0]}`",
+            f"their variables are: {', '.join(known)}",
+        )
+    return workloads
+
+
+def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfig:
+    from iowatt.bench import WorkloadConfig, resolve_common
+
+    defined = {} if strict else _parse(source, {}, Path("/iowatt-plan")).variables
+    overrides = _overrides(opts, defined, strict)
+    program = _parse(source, overrides, Path("/iowatt-plan"))
+    runtime_s = program.runtime_s or DEFAULT_RUNTIME_S
+    common = resolve_common(opts, default_runtime=f"{runtime_s}s")
+    v = program.variables
+    return WorkloadConfig(
+        name=program.name,
+        personality=program.name,
+        iosize=_size(v.get("iosize")),
+        filesize=_size(v.get("filesize")),
+        nthreads=sum(t["instances"] for t in _model(program, seed)["threads"]),
+        directio=v.get("directio", "0") not in ("0", "false", ""),
+        dsync=False,
+        engine="psync",
+        iodepth=1,
+        rate=None,
+        seed=seed,
+        wml=str(source.resolve()),
+        overrides=overrides,
+        variables=dict(v),
+        **common,
+    )
+
+
+def _size(text: str | None) -> int:
+    try:
+        return parse_size(text, "size") if text else 0
+    except ConfigError:
+        return 0  # a distribution, not one size
+
+
+def _parse(source: Path, overrides: Mapping[str, str], workdir: Path) -> Program:
+    return parse_file(source, overrides, dir=workdir)
+
+
+def _model(program: Program, seed: int, runtime_s: float = 1.0) -> dict:
+    return program.model(seed=seed, runtime_ns=round(runtime_s * 1e9), ramp_ns=0, slow_ns=[])
+
+
+def program_for(wl: WorkloadConfig, workdir: Path) -> Program:
+    assert wl.wml is not None
+    return _parse(Path(wl.wml), wl.overrides, workdir)
+
+
+def notices(wl: WorkloadConfig) -> list[str]:
+    """What a workload file says when loaded: its `echo` lines, then the settings iowatt
+    accepts but does not apply."""
+    program = program_for(wl, Path("/iowatt-plan"))
+    return program.messages + [f"warning: {w}" for w in program.warnings]
+
+
+def model_json(wl: WorkloadConfig, workdir: Path) -> str:
+    """The engine's model of a workload file run in ``workdir``."""
+    model = program_for(wl, workdir).model(
+        seed=wl.seed,
+        runtime_ns=round(wl.runtime_s * 1e9),
+        ramp_ns=round(wl.ramp_s * 1e9),
+        slow_ns=wl.slow_ns,
+    )
+    model["name"] = wl.name
+    return json.dumps(model)
+
+
+def check_space(wl: WorkloadConfig, target: Path) -> None:
+    """Refuses, before anything is created, filesets that would not fit on the target: the
+    error names the define of the largest."""
+    program = program_for(wl, target / "iowatt-check")
+    per_set = program.fileset_bytes()
+    needed = sum(per_set.values())
+    st = os.statvfs(target)
+    available = st.f_bavail * st.f_frsize
+    if st.f_blocks and needed > available:
+        name = max(per_set, key=lambda k: per_set[k])
+        line = program.fileset_lines.get(name, 0)
+        raise TargetError(
+            f"{program.source}:{line}: fileset `{name}` needs {format_bytes(per_set[name])} "
+            f"({format_bytes(needed)} in all) but `{target}` has {format_bytes(available)} "
+            "available",
+            "use fewer or smaller files (e.g. --set nfiles=1000), or free some space",
+        )

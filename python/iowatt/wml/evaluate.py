@@ -1,0 +1,553 @@
+"""Evaluating parsed statements into a :class:`~iowatt.wml.program.Program`.
+
+Variables bind late, as in FileBench (whose attribute values point at variables that ``run``
+reads): a ``define`` sees the last ``set`` before ``run``. ``--set`` overrides replace a
+variable's value wherever the file sets it, and ``$dir`` is always the directory iowatt runs in.
+Nothing after ``run`` can take effect (FileBench exits when the run ends), so a ``set`` or
+``define`` there is an error, and messages there are dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from iowatt.wml.dists import Dist, DistError, cvar, fixed, randvar
+from iowatt.wml.errors import WmlError, at
+from iowatt.wml.lexer import Part, VarRef
+from iowatt.wml.parser import (
+    Attr,
+    Bool,
+    Cvar,
+    DefineFiles,
+    Echo,
+    Eventgen,
+    FlowopDef,
+    Flt,
+    Num,
+    ProcessDef,
+    Quoted,
+    Randvar,
+    Run,
+    SetMode,
+    SetVar,
+    Statement,
+    Value,
+    Word,
+)
+from iowatt.wml.program import Program
+
+Resolved = int | float | bool | str | Dist
+
+DEFAULT_RUNTIME_S = 60.0  # FileBench's TIMED_RUNTIME_DEFAULT
+MAX_FD = 128  # FileBench's THREADFLOW_MAXFD
+PATH_HINT = "iowatt creates files only in its target; use path=$dir"
+_TARGET_KINDS = {"sempost": "semblock", "wakeup": "block"}
+
+
+def evaluate(
+    statements: list[Statement],
+    source: str,
+    name: str,
+    directory: Path,
+    overrides: Mapping[str, tuple[Value, str]],
+) -> Program:
+    return _Evaluator(statements, source, directory, overrides).program(name)
+
+
+class _Evaluator:
+    def __init__(
+        self,
+        statements: list[Statement],
+        source: str,
+        directory: Path,
+        overrides: Mapping[str, tuple[Value, str]],
+    ) -> None:
+        self.source, self.dir = source, directory
+        self.dir_abs = Path(os.path.normpath(directory.absolute()))
+        self.active, self.run_cmd = self._split_at_run(statements)
+        self.defs: dict[str, tuple[Value, int]] = {}
+        for st in self.active:
+            if isinstance(st, SetVar):
+                self.defs[st.name] = (st.value, st.line)
+        self.cache: dict[str, Resolved] = {}
+        self.resolving: set[str] = set()
+        self.warnings: list[str] = []
+        self.noted: set[int] = set()
+        self.override_texts = {k: text for k, (_, text) in overrides.items()}
+        self._apply(overrides)
+
+    def err(self, line: int | None, what: str, hint: str | None = None) -> WmlError:
+        return at(self.source, line, what, hint)
+
+    def _split_at_run(self, statements: list[Statement]) -> tuple[list[Statement], Run | None]:
+        active: list[Statement] = []
+        run: Run | None = None
+        for st in statements:
+            if run is None:
+                if isinstance(st, Run):
+                    run = st
+                else:
+                    active.append(st)
+            elif isinstance(st, Run):
+                raise self.err(
+                    st.line,
+                    f"a second `{st.command}` (the first is at line {run.line})",
+                    "iowatt runs one `run` per file; split the file in two",
+                )
+            elif not isinstance(st, Echo) and (what := _keyword(st)):
+                raise self.err(
+                    st.line,
+                    f"`{what}` after `run` never takes effect: FileBench exits when the run ends",
+                    "move it before `run`",
+                )
+        return active, run
+
+    def _apply(self, overrides: Mapping[str, tuple[Value, str]]) -> None:
+        for name, (value, _) in overrides.items():
+            if name == "dir":
+                raise self.err(
+                    None,
+                    "--set dir: `$dir` is the directory iowatt runs in",
+                    "choose the directory with the target instead",
+                )
+            if name not in self.defs:
+                known = ", ".join(sorted(k for k in self.defs if k != "dir")) or "none"
+                raise self.err(
+                    None,
+                    f"--set {name}: the file never sets `${name}`",
+                    f"the file's variables are: {known}",
+                )
+            line = self.defs[name][1]
+            self.defs[name] = (value, line)
+            try:
+                resolved = self.get(name, line)
+            except WmlError as e:
+                where = f"--set {name}={self.override_texts[name]}"
+                raise self.err(None, f"{where}: {e.what}", e.hint) from None
+            if isinstance(resolved, Dist):  # line 0: from the command line
+                self.cache[name] = dataclasses.replace(resolved, line=0)
+
+    # --- variables ---
+    def get(self, name: str, line: int) -> Resolved:
+        if name == "dir":
+            return str(self.dir)
+        if name in self.cache:
+            return self.cache[name]
+        if name not in self.defs:
+            known = ", ".join(sorted({"dir", *self.defs}))
+            raise self.err(
+                line,
+                f"undefined variable `${name}`",
+                f"set it with `set ${name}=...` before `run`; the file's variables are: {known}",
+            )
+        if name in self.resolving:
+            raise self.err(line, f"variable `${name}` is defined in terms of itself")
+        self.resolving.add(name)
+        try:
+            value = self.resolve(self.defs[name][0])
+        finally:
+            self.resolving.discard(name)
+        self.cache[name] = value
+        return value
+
+    def resolve(self, value: Value) -> Resolved:
+        if isinstance(value, VarRef):
+            return self.get(value.name, value.line)
+        if isinstance(value, Num | Flt | Bool | Word):
+            return value.value
+        if isinstance(value, Quoted):
+            return self.substitute(value.parts)
+        try:
+            dist = self.cvar(value) if isinstance(value, Cvar) else self.randvar(value)
+        except DistError as e:
+            raise self.err(value.line, e.what, e.hint) from None
+        return dataclasses.replace(dist, line=value.line, text=value.text)
+
+    def substitute(self, parts: tuple[Part, ...]) -> str:
+        out = []
+        for part in parts:
+            if isinstance(part, VarRef):
+                out.append(_show(self.get(part.name, part.line), quote=False))
+            else:
+                out.append(part)
+        return "".join(out)
+
+    def text_of(self, name: str) -> str:
+        """A variable's value as written (or as given to --set), for the manifest."""
+        if name == "dir":
+            return str(self.dir)
+        if name in self.override_texts:
+            return self.override_texts[name]
+        value = self.defs[name][0]
+        if isinstance(value, VarRef):
+            return self.text_of(value.name) if value.name in self.defs else f"${value.name}"
+        if isinstance(value, Quoted):
+            return self.substitute(value.parts)
+        return value.text
+
+    def cvar(self, value: Cvar) -> Dist:
+        attrs = _by_name(value.attrs)
+        if "type" not in attrs:
+            raise DistError("a cvar needs type=, as in type=cvar-gamma")
+        params = self.as_str(attrs["parameters"]) if "parameters" in attrs else None
+        clamps = [k for k in ("min", "max") if k in attrs]
+        for k in clamps:
+            self.as_number(attrs[k])
+        round_to = self.as_number(attrs["round"]) if "round" in attrs else 0.0
+        return cvar(self.as_str(attrs["type"]), params, clamps, round_to)
+
+    def randvar(self, value: Randvar) -> Dist:
+        attrs = _by_name(value.attrs)
+
+        def opt(key: str) -> int | None:
+            return self.as_int(attrs[key]) if key in attrs else None
+
+        if "randsrc" in attrs and self.as_str(attrs["randsrc"]) not in ("urandom", "rand48"):
+            raise DistError("randsrc must be urandom or rand48")
+        opt("seed")  # iowatt draws from the run's seed
+        table = None
+        if value.table is not None:
+            line = value.line
+            table = [
+                (self.table_int(a, line), self.table_int(b, line), self.table_int(c, line))
+                for a, b, c in value.table
+            ]
+        return randvar(
+            self.as_str(attrs["type"]) if "type" in attrs else None,
+            opt("mean"),
+            opt("gamma"),
+            opt("min") or 0,
+            opt("round") or 0,
+            table,
+        )
+
+    def table_int(self, value: Value, line: int) -> int:
+        v = self.resolve(value)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise self.err(line, f"randtable values must be whole numbers, not {_show(v)}")
+        return v
+
+    # --- typed attribute values ---
+    def value_of(self, a: Attr) -> Resolved:
+        if a.value is None:
+            raise self.err(a.line, f"`{a.spelled}` needs a value, as in {a.spelled}=...")
+        return self.resolve(a.value)
+
+    def as_int(self, a: Attr, lo: int = 0, hi: int | None = None, mean_ok: bool = False) -> int:
+        v = self.value_of(a)
+        if isinstance(v, Dist):
+            if mean_ok and v.spec is not None:
+                return round(v.mean)
+            raise self.err(
+                a.line, f"`{a.spelled}` cannot be random ({_show(v)})", "give it a fixed number"
+            )
+        if isinstance(v, bool) or not isinstance(v, int):
+            hint = None
+            if a.name in ("dirgamma", "gamma") and isinstance(v, float):
+                hint = f"{a.name} is in thousandths: 1500 means a shape of 1.5"
+            raise self.err(a.line, f"`{a.spelled}` needs a whole number, not {_show(v)}", hint)
+        if v < lo or (hi is not None and v > hi):
+            bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+            raise self.err(a.line, f"`{a.spelled}` must be {bound}, not {v}")
+        return v
+
+    def as_number(self, a: Attr) -> float:
+        v = self.value_of(a)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise self.err(a.line, f"`{a.spelled}` needs a number, not {_show(v)}")
+        return float(v)
+
+    def as_bool(self, a: Attr | None) -> bool:
+        if a is None:
+            return False
+        if a.value is None:
+            return True
+        v = self.resolve(a.value)
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, int):
+            return v != 0
+        raise self.err(a.line, f"`{a.spelled}` needs true, false, 0 or 1, not {_show(v)}")
+
+    def as_str(self, a: Attr) -> str:
+        v = self.value_of(a)
+        if isinstance(v, str):
+            return v
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v)
+        raise self.err(a.line, f"`{a.spelled}` needs a name or text, not {_show(v)}")
+
+    def as_size(self, a: Attr) -> tuple[dict[str, Any], Dist | None]:
+        v = self.value_of(a)
+        if isinstance(v, Dist):
+            if v.spec is None:
+                given = f"${a.value.name}" if isinstance(a.value, VarRef) else v.text
+                origin = f"line {v.line}" if v.line else "from --set"
+                raise self.err(
+                    a.line,
+                    f"`{a.spelled}={given}`: {v.problem} ({origin}) is not supported",
+                    v.hint,
+                )
+            if v.line not in self.noted:
+                self.noted.add(v.line)
+                where = f"{self.source}:{v.line}" if v.line else f"{self.source}: --set"
+                self.warnings.extend(f"{where}: {note}" for note in v.notes)
+            return v.spec, v
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise self.err(a.line, f"`{a.spelled}` needs a size such as 16k, not {_show(v)}")
+        return fixed(v), None
+
+    # --- entities ---
+    def program(self, name: str) -> Program:
+        quit_mode = "timeout"
+        rate: float | None = None
+        messages: list[str] = []
+        usage: list[str] = []
+        filesets: list[dict[str, Any]] = []
+        threads: list[dict[str, Any]] = []
+        flowops: list[tuple[dict[str, Any], FlowopDef]] = []
+        index: dict[str, int] = {}
+        lines: dict[str, int] = {}
+        for name_, (_, line) in self.defs.items():  # as FileBench, which evaluates each `set`
+            self.get(name_, line)
+        for st in self.active:
+            if isinstance(st, SetMode) and st.mode != "nousestats":
+                quit_mode = st.mode
+            elif isinstance(st, Eventgen):
+                attrs = _by_name(st.attrs)
+                if "rate" in attrs:
+                    r = self.as_int(attrs["rate"])
+                    rate = float(r) if r else None
+            elif isinstance(st, Echo):
+                (messages if st.command == "echo" else usage).append(self.substitute(st.text.parts))
+            elif isinstance(st, DefineFiles):
+                fs = self.fileset(st)
+                if fs["name"] in index:
+                    raise self.err(st.line, f"a second file or fileset named `{fs['name']}`")
+                index[fs["name"]] = len(filesets)
+                lines[fs["name"]] = st.line
+                filesets.append(fs)
+        for st in self.active:
+            if isinstance(st, ProcessDef):
+                threads.extend(self.process(st, index, flowops))
+        self.check_targets(flowops)
+        return Program(
+            source=self.source,
+            name=name,
+            variables={"dir": str(self.dir)}
+            | {k: self.text_of(k) for k in self.defs if k != "dir"},
+            runtime_s=self.runtime(),
+            quit=quit_mode,
+            messages=messages,
+            usage=usage,
+            filesets=filesets,
+            fileset_lines=lines,
+            threads=threads,
+            eventgen_rate=rate,
+            warnings=self.warnings,
+        )
+
+    def runtime(self) -> float | None:
+        if self.run_cmd is None:
+            return None
+        if self.run_cmd.runtime is None:
+            return DEFAULT_RUNTIME_S
+        a = Attr("runtime", self.run_cmd.runtime, self.run_cmd.line, self.run_cmd.command)
+        return float(self.as_int(a)) or DEFAULT_RUNTIME_S
+
+    def fileset(self, d: DefineFiles) -> dict[str, Any]:
+        attrs = _by_name(d.attrs)
+        for key in ("name", "path"):
+            if key not in attrs:
+                raise self.err(d.line, f"`define {d.what}` needs {key}=", "FileBench requires one")
+        name = self.as_str(attrs["name"])
+        if not name or "/" in name or name in (".", ".."):
+            raise self.err(attrs["name"].line, f"`{name}` is not a plain file name")
+        path = self.check_path(self.as_str(attrs["path"]), d.line)
+        size = self.as_size(attrs["size"])[0] if "size" in attrs else fixed(1024)
+        for ignored in ("trusttree", "cached"):
+            self.as_bool(attrs.get(ignored))
+        if d.what == "file":
+            entries, dirwidth, dirgamma, leafdirs = 1, 10, 0.0, 0
+        else:
+            entries = self.as_int(attrs["entries"]) if "entries" in attrs else 0
+            leafdirs = self.as_int(attrs["leafdirs"]) if "leafdirs" in attrs else 0
+            if entries == 0 and leafdirs == 0:
+                raise self.err(d.line, f"fileset `{name}` has no entries and no leafdirs")
+            if "dirwidth" not in attrs:
+                raise self.err(
+                    d.line,
+                    f"fileset `{name}` has no dirwidth",
+                    "add dirwidth=N, the mean entries per directory",
+                )
+            dirwidth = self.as_int(attrs["dirwidth"], lo=2, mean_ok=True)
+            gamma = attrs.get("dirgamma")
+            dirgamma = (self.as_int(gamma) if gamma is not None else 1500) / 1000
+        return {
+            "name": name,
+            "path": path,
+            "entries": entries,
+            "size": size,
+            "dirwidth": dirwidth,
+            "dirgamma": dirgamma,
+            "leafdirs": leafdirs,
+            "prealloc": self.prealloc(attrs.get("prealloc")),
+            "reuse": self.as_bool(attrs.get("reuse")),
+            "paralloc": self.as_bool(attrs.get("paralloc")),
+            "readonly": self.as_bool(attrs.get("readonly")),
+            "writeonly": self.as_bool(attrs.get("writeonly")),
+            "single": d.what == "file",
+        }
+
+    def check_path(self, text: str, line: int) -> str:
+        path = Path(os.path.normpath(Path(text).absolute()))
+        if path != self.dir_abs and self.dir_abs not in path.parents:
+            raise self.err(line, f"path `{text}` is outside the target `{self.dir}`", PATH_HINT)
+        return str(path)
+
+    def prealloc(self, a: Attr | None) -> int:
+        if a is None or a.value is None:
+            return 0 if a is None else 100
+        v = self.resolve(a.value)
+        if isinstance(v, bool):
+            return 100 if v else 0
+        return self.as_int(a, lo=0, hi=100)
+
+    def process(
+        self,
+        p: ProcessDef,
+        index: dict[str, int],
+        flowops: list[tuple[dict[str, Any], FlowopDef]],
+    ) -> list[dict[str, Any]]:
+        attrs = _by_name(p.attrs)
+        pname = self.required_name(attrs, p.line, "process")
+        count = self.as_int(attrs["instances"], lo=1) if "instances" in attrs else 1
+        if "nice" in attrs and self.as_int(attrs["nice"]):
+            self.warnings.append(f"{self.source}:{p.line}: process `{pname}`: nice is not applied")
+        out = []
+        for t in p.threads:
+            tattrs = _by_name(t.attrs)
+            tname = self.required_name(tattrs, t.line, "thread")
+            n = count * (self.as_int(tattrs["instances"], lo=1) if "instances" in tattrs else 1)
+            if n >= 1 << 32:
+                raise self.err(t.line, f"thread `{tname}` has {n} instances, too many")
+            self.as_bool(tattrs.get("useism"))
+            if "ioprio" in tattrs:
+                self.as_int(tattrs["ioprio"])
+                self.warnings.append(
+                    f"{self.source}:{t.line}: thread `{tname}`: ioprio is not applied"
+                )
+            ops = []
+            for f in t.flowops:
+                op = self.flowop(f, index)
+                flowops.append((op, f))
+                ops.append(op)
+            out.append(
+                {
+                    "name": tname,
+                    "instances": n,
+                    "flowops": ops,
+                    "process": pname,
+                    "memsize": self.as_int(tattrs["memsize"]) if "memsize" in tattrs else 0,
+                }
+            )
+        return out
+
+    def required_name(self, attrs: dict[str, Attr], line: int, what: str) -> str:
+        if "name" not in attrs:
+            raise self.err(line, f"the {what} has no name", "add name=..., FileBench needs one")
+        return self.as_str(attrs["name"])
+
+    def flowop(self, f: FlowopDef, index: dict[str, int]) -> dict[str, Any]:
+        attrs = _by_name(f.attrs)
+        name = self.required_name(attrs, f.line, f"`{f.kind}` flowop")
+        fileset = None
+        if "filename" in attrs:
+            fname = self.as_str(attrs["filename"])
+            if fname not in index:
+                known = ", ".join(index) or "none"
+                raise self.err(
+                    attrs["filename"].line,
+                    f"unknown file or fileset `{fname}`",
+                    f"defined: {known}",
+                )
+            fileset = index[fname]
+        iosize, dist = 0, None
+        if "iosize" in attrs:
+            spec, d = self.as_size(attrs["iosize"])
+            iosize, dist = (d.top, spec) if d else (spec["fixed"], None)
+
+        def num(key: str, default: int = 0, lo: int = 0, hi: int | None = None) -> int:
+            return self.as_int(attrs[key], lo, hi) if key in attrs else default
+
+        return {
+            "name": name,
+            "kind": f.kind,
+            "file": 0,
+            "fileset": fileset,
+            "iosize": iosize,
+            "iosize_dist": dist,
+            "random": self.as_bool(attrs.get("random")),
+            "directio": self.as_bool(attrs.get("directio")),
+            "dsync": self.as_bool(attrs.get("dsync")),
+            "workingset": num("workingset"),
+            "fd": num("fd", hi=MAX_FD),
+            "srcfd": num("srcfd", hi=MAX_FD),
+            "opennext": self.as_bool(attrs.get("opennext")),
+            "noreadahead": self.as_bool(attrs.get("noreadahead")),
+            "iters": num("iters", default=1, lo=1, hi=(1 << 32) - 1),
+            "value": num("value"),
+            "target": self.as_str(attrs["target"]) if "target" in attrs else None,
+            "blocking": self.as_bool(attrs.get("blocking")),
+            "highwater": num("highwater", default=1),  # FileBench's default
+        }
+
+    def check_targets(self, flowops: list[tuple[dict[str, Any], FlowopDef]]) -> None:
+        kinds: dict[str, set[str]] = {}
+        for op, _ in flowops:
+            kinds.setdefault(op["name"], set()).add(op["kind"])
+        for op, f in flowops:
+            target, need = op["target"], _TARGET_KINDS.get(op["kind"])
+            line = next((a.line for a in f.attrs if a.name == "target"), f.line)
+            if target is None:
+                if need:
+                    raise self.err(f.line, f"`{op['kind']}` needs target=<a {need} flowop>")
+                continue
+            if target not in kinds:
+                raise self.err(line, f"target `{target}` is not the name of a flowop")
+            if need and need not in kinds[target]:
+                raise self.err(line, f"the target of `{op['kind']}` must be a `{need}` flowop")
+
+
+def _by_name(attrs: tuple[Attr, ...]) -> dict[str, Attr]:
+    """Attributes by name; a repeated attribute counts once, the last time (FileBench's
+    ``get_attr``)."""
+    return {a.name: a for a in attrs}
+
+
+def _keyword(st: Statement) -> str:
+    if isinstance(st, SetVar | SetMode):
+        return "set"
+    if isinstance(st, DefineFiles):
+        return f"define {st.what}"
+    if isinstance(st, ProcessDef):
+        return "define process"
+    if isinstance(st, Eventgen):
+        return "eventgen"
+    return ""
+
+
+def _show(v: Resolved, quote: bool = True) -> str:
+    if isinstance(v, Dist):
+        text = v.text
+    elif isinstance(v, bool):
+        text = "true" if v else "false"
+    elif isinstance(v, float):
+        text = f"{v:g}"
+    else:
+        text = str(v)
+    return f"`{text}`" if quote else text
