@@ -27,6 +27,8 @@ DEFAULT_RUNTIME_S = 60.0  # FileBench's `run` without a duration
 _VARIABLE_OPTIONS = {"nthreads": "nthreads", "iosize": "iosize", "filesize": "filesize"}
 # bench options a workload file decides for itself
 _FILE_DECIDES = ("engine", "iodepth", "directio", "dsync", "rate")
+# Where a file is evaluated while planning: its filesets are placed for real at run time.
+_PLAN_DIR = Path("/iowatt-plan")
 
 
 def is_wml(what: str) -> bool:
@@ -93,9 +95,9 @@ def plan_suite(opts: Options, seed: int) -> list[WorkloadConfig]:
 def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfig:
     from iowatt.bench import WorkloadConfig, resolve_common
 
-    defined = {} if strict else _parse(source, {}, Path("/iowatt-plan")).variables
+    defined = {} if strict else parse_file(source, {}, dir=_PLAN_DIR).variables
     overrides = _overrides(opts, defined, strict)
-    program = _parse(source, overrides, Path("/iowatt-plan"))
+    program = parse_file(source, overrides, dir=_PLAN_DIR)
     runtime_s = program.runtime_s or DEFAULT_RUNTIME_S
     common = resolve_common(opts, default_runtime=f"{runtime_s}s")
     v = program.variables
@@ -104,7 +106,7 @@ def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfi
         personality=program.name,
         iosize=_size(v.get("iosize")),
         filesize=_size(v.get("filesize")),
-        nthreads=sum(t["instances"] for t in _model(program, seed)["threads"]),
+        nthreads=sum(t["instances"] for t in program.threads),
         directio=v.get("directio", "0") not in ("0", "false", ""),
         dsync=False,
         engine="psync",
@@ -125,23 +127,15 @@ def _size(text: str | None) -> int:
         return 0  # a distribution, not one size
 
 
-def _parse(source: Path, overrides: Mapping[str, str], workdir: Path) -> Program:
-    return parse_file(source, overrides, dir=workdir)
-
-
-def _model(program: Program, seed: int, runtime_s: float = 1.0) -> dict:
-    return program.model(seed=seed, runtime_ns=round(runtime_s * 1e9), ramp_ns=0, slow_ns=[])
-
-
 def program_for(wl: WorkloadConfig, workdir: Path) -> Program:
     assert wl.wml is not None
-    return _parse(Path(wl.wml), wl.overrides, workdir)
+    return parse_file(Path(wl.wml), wl.overrides, dir=workdir)
 
 
 def notices(wl: WorkloadConfig) -> list[str]:
     """What a workload file says when loaded: its `echo` lines, then the settings iowatt
     accepts but does not apply."""
-    program = program_for(wl, Path("/iowatt-plan"))
+    program = program_for(wl, _PLAN_DIR)
     return program.messages + [f"warning: {w}" for w in program.warnings]
 
 
