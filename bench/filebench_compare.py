@@ -53,7 +53,6 @@ import platform
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,6 +60,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from side_by_side import fmt, median_of, ratio, render_table, tail
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = ("filebench", "iowatt")
@@ -499,17 +500,6 @@ def machine_info(settings: Settings) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def median_of(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
-
-
-def ratio(num: float | None, den: float | None) -> float | None:
-    if num is None or den is None or den == 0:
-        return None
-    return num / den
-
-
 def tool_summary(runs: list[Run]) -> dict[str, Any]:
     good = [r for r in runs if r.ok]
     ops = [r.ops_s for r in good if r.ops_s is not None]
@@ -577,24 +567,6 @@ def summarize(settings: Settings, runs: list[Run]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------------------------
-
-
-def fmt(value: float | None, digits: int = 0) -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}"
-
-
-def render_table(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [
-            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
-            for i, cell in enumerate(row)
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths).rstrip())
-    return lines
 
 
 def workload_table(summary: dict[str, Any], tools: list[str]) -> list[str]:
@@ -701,10 +673,6 @@ def progress(run: Run, done: int, total: int) -> None:
 
 def warn(text: str) -> None:
     print(f"warning: {text}", file=sys.stderr, flush=True)
-
-
-def tail(text: str, lines: int = 5) -> str:
-    return " | ".join(text.strip().splitlines()[-lines:])
 
 
 def error_text(e: BaseException) -> str:

@@ -44,7 +44,6 @@ import os
 import platform
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,6 +51,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from side_by_side import fmt, median_of, ratio, render_table, tail
 
 TOOLS = ("fio", "iowatt")
 # Parent directories; each run works in a fresh iowatt-fio-compare-* directory inside.
@@ -295,10 +296,6 @@ def run_json(cmd: list[str], timeout: float) -> dict[str, Any]:
     return doc
 
 
-def tail(text: str, lines: int = 5) -> str:
-    return " | ".join(text.strip().splitlines()[-lines:])
-
-
 # --------------------------------------------------------------------------------------------
 # Parsing (same function for both tools: iowatt's summary["fio"] mirrors fio's JSON)
 # --------------------------------------------------------------------------------------------
@@ -410,11 +407,6 @@ def run_all(settings: Settings, meta: dict[str, Any]) -> list[Rep]:
 # --------------------------------------------------------------------------------------------
 
 
-def median_of(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
-
-
 def summarize(reps: list[Rep]) -> Summary:
     good = [r for r in reps if r.ok]
     errors = [r.error or "failed" for r in reps if not r.ok]
@@ -433,16 +425,6 @@ def summarize(reps: list[Rep]) -> Summary:
     )
 
 
-def ratio(num: float | None, den: float | None) -> float | None:
-    if num is None or den is None or den == 0:
-        return None
-    return num / den
-
-
-def fmt(value: float | None, digits: int = 0) -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}"
-
-
 def verdict_iops(r: float | None) -> str:
     return "" if r is None else ("ok" if r >= 1.0 else "SLOWER")
 
@@ -453,20 +435,6 @@ def verdict_cpu(r: float | None) -> str:
 
 def verdict_p50(r: float | None) -> str:
     return "" if r is None else ("ok" if abs(r - 1.0) <= P50_TOLERANCE else "DIFFERS")
-
-
-def render_table(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [
-            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
-            for i, cell in enumerate(row)
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return lines
 
 
 def grouped(settings: Settings, reps: list[Rep]) -> list[tuple[str, Job, Summary, Summary]]:

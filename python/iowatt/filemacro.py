@@ -9,12 +9,12 @@ again at run time, when the work directory is known, because every fileset must 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iowatt.errors import ConfigError, TargetError
+from iowatt.target import available_bytes
 from iowatt.units import format_bytes, parse_size
 from iowatt.wml import BUILTIN, Program, builtin_path, parse_file
 
@@ -157,9 +157,8 @@ def check_space(wl: WorkloadConfig, target: Path) -> None:
     program = program_for(wl, target / "iowatt-check")
     per_set = program.fileset_bytes()
     needed = sum(per_set.values())
-    st = os.statvfs(target)
-    available = st.f_bavail * st.f_frsize
-    if st.f_blocks and needed > available:
+    available = available_bytes(target)
+    if available is not None and needed > available:
         name = max(per_set, key=lambda k: per_set[k])
         line = program.fileset_lines.get(name, 0)
         raise TargetError(

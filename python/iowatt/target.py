@@ -299,8 +299,9 @@ def check_dir_target(path: Path) -> None:
     os.unlink(probe)
 
 
-def check_free_space(path: Path, needed_bytes: int) -> None:
-    """Refuse a target whose filesystem has less than ``needed_bytes`` available."""
+def available_bytes(path: Path) -> int | None:
+    """Bytes the file system holding ``path`` has available; None for one that reports no size
+    (ramfs and similar grow until memory runs out)."""
     try:
         st = os.statvfs(path)
     except OSError as e:
@@ -308,10 +309,13 @@ def check_free_space(path: Path, needed_bytes: int) -> None:
             f"cannot check the free space of `{path}`: {e.strerror}",
             hint="pick another --target",
         ) from e
-    if st.f_blocks == 0:
-        return  # ramfs and similar report no size at all: they grow until memory runs out
-    available = st.f_bavail * st.f_frsize
-    if available < needed_bytes:
+    return st.f_bavail * st.f_frsize if st.f_blocks else None
+
+
+def check_free_space(path: Path, needed_bytes: int) -> None:
+    """Refuse a target whose filesystem has less than ``needed_bytes`` available."""
+    available = available_bytes(path)
+    if available is not None and available < needed_bytes:
         raise TargetError(
             f"`{path}` has {format_bytes(available)} available but the run needs "
             f"{format_bytes(needed_bytes)}",
