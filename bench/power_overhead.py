@@ -69,7 +69,8 @@ def cpu_s() -> float:
 
 
 def measure_iowatt(root: Path, log: Path, seconds: float) -> float:
-    from iowatt.power import Recording, parse_source
+    from iowatt.power.recording import Recording
+    from iowatt.power.sources import parse_source
 
     specs = [
         parse_source(f"rapl:root={root / 'class/powercap'}"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iowatt.energy import (
+from iowatt.power.energy import (
     Work,
     compare,
     counter_series,

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowatt import meter_map
 from iowatt.errors import ConfigError, MeterFormatError
+from iowatt.power import meter_map
 from power_fixtures import TWO_DISKS
 
 

@@ -33,9 +33,10 @@ from iowatt.fileio import (
 )
 from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.hostinfo import host_facts
-from iowatt.power import DEFAULT_HZ, PowerData, Recording, SourceSpec
-from iowatt.power_run import write_power_files
-from iowatt.power_summary import Window, span, summarize
+from iowatt.power.record import write_power_files
+from iowatt.power.recording import PowerData, Recording
+from iowatt.power.sources import DEFAULT_HZ, SourceSpec
+from iowatt.power.summary import Window, span, summarize
 from iowatt.store import RunWriter, index_run, new_run_id
 from iowatt.summary import fio_job, interval_table, latency_table, workload_summary
 from iowatt.target import (

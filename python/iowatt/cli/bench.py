@@ -20,7 +20,7 @@ from iowatt.errors import ConfigError
 from iowatt.fileio import PERSONALITIES, SUITES
 from iowatt.filemacro import SUITE
 from iowatt.histogram import DEFAULT_SLOW_NS
-from iowatt.power import DEFAULT_HZ, parse_source
+from iowatt.power.sources import DEFAULT_HZ, parse_source
 from iowatt.store import parse_filters, read_summary, results_dir
 from iowatt.units import parse_duration
 

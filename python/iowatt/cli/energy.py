@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from iowatt.energy_compare import compare_runs
+from iowatt.power.compare import compare_runs
 from iowatt.store import resolve_run, results_dir
 from iowatt.units import format_duration, format_joules, format_watts
 

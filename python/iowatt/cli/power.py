@@ -11,11 +11,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from iowatt import power_run
 from iowatt.errors import ConfigError
-from iowatt.power import DEFAULT_HZ, parse_source
-from iowatt.power_import import import_logs
-from iowatt.power_summary import warnings
+from iowatt.power import record as power_record
+from iowatt.power.merge import import_logs
+from iowatt.power.sources import DEFAULT_HZ, parse_source
+from iowatt.power.summary import warnings
 from iowatt.store import parse_filters, resolve_run, results_dir
 from iowatt.units import format_duration, format_joules, format_watts, parse_duration
 
@@ -55,7 +55,7 @@ def record(
     """
     if hz <= 0:
         raise ConfigError(f"--hz `{hz:g}` must be positive", "e.g. --hz 10")
-    config = power_run.RecordConfig(
+    config = power_record.RecordConfig(
         command=list(command),
         sources=[parse_source(s) for s in sources],
         results=results_dir(results),
@@ -64,7 +64,7 @@ def record(
         labels=parse_filters(labels),
         report=not no_report,
     )
-    out = power_run.record(config, on_phase=None if as_json else _say)
+    out = power_record.record(config, on_phase=None if as_json else _say)
     if as_json:
         click.echo(json.dumps(out.summary, indent=2))
     else:

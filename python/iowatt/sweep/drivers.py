@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
 from iowatt.errors import ConfigError, SafetyStop
-from iowatt.power import SourceSpec
+from iowatt.power.sources import SourceSpec
 
 COMMAND_TIMEOUT_S = 30.0
 # How long ``safe`` keeps trying before it gives up and says so (a BMC may be rebooting).

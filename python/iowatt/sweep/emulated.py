@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.errors import ConfigError, IowattError, TargetError
-from iowatt.power import SourceSpec
+from iowatt.power.sources import SourceSpec
 from iowatt.sweep.drivers import DriverError, GuardPlan
 from iowatt.sweep.profiles import DiskProfile
 from iowatt.sweep.stimulus import Stimulus

@@ -31,7 +31,7 @@ from typing import Any
 
 from iowatt import _core
 from iowatt.errors import ConfigError
-from iowatt.power import SourceSpec
+from iowatt.power.sources import SourceSpec
 from iowatt.sweep.drivers import (
     DriverError,
     GuardPlan,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.errors import ConfigError, TargetError
-from iowatt.power import SourceSpec, parse_source
+from iowatt.power.sources import SourceSpec, parse_source
 from iowatt.sweep.drivers import CmdDriver, Driver, ManualDriver
 from iowatt.sweep.stimulus import Stimulus, check_range, make_stimulus, pass_values, step_values
 from iowatt.sweep.watchdog import Limits

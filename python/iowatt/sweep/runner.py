@@ -22,7 +22,8 @@ from iowatt import __version__, _core
 from iowatt.bench import WorkloadConfig, engine_spec, result_failure
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, SafetyStop
 from iowatt.hostinfo import host_facts, target_facts
-from iowatt.power import Recording, SourceSpec
+from iowatt.power.recording import Recording
+from iowatt.power.sources import SourceSpec
 from iowatt.store import RunWriter, new_run_id
 from iowatt.summary import workload_summary
 from iowatt.sweep.guard import Guardian

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from iowatt.power import Recording
+from iowatt.power.recording import Recording
 from iowatt.sweep.drivers import DriverError
 from iowatt.sweep.journal import Journal
 

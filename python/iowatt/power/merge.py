@@ -19,8 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from iowatt.errors import ConfigError
-from iowatt.power import DEFAULT_HZ, Recording, SourceSpec
-from iowatt.power_summary import Window, headline, span, summarize
+from iowatt.power.recording import Recording
+from iowatt.power.sources import DEFAULT_HZ, SourceSpec
+from iowatt.power.summary import Window, headline, span, summarize
 from iowatt.store import index_run, read_manifest, read_summary
 
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from iowatt.energy import FloatArray
 from iowatt.errors import ConfigError, MeterFormatError
+from iowatt.power.energy import FloatArray
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from iowatt.energy import Work, compare
 from iowatt.errors import ConfigError
+from iowatt.power.energy import Work, compare
 from iowatt.store import read_manifest, read_summary
 
 

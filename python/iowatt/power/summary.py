@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from iowatt.energy import dynamic_energy, max_gap_ns, window_energy
-from iowatt.power import Channel, PowerData
+from iowatt.power.energy import dynamic_energy, max_gap_ns, window_energy
+from iowatt.power.recording import Channel, PowerData
 
 # Widest first: the whole node at the wall, then what a BMC or the platform reports, then parts.
 HEADLINE_SCOPES = ("total", "wall", "node", "psys", "server", "package", "disks", "disk", "hwmon",

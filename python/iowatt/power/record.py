@@ -18,8 +18,9 @@ from typing import Any
 from iowatt import __version__
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.hostinfo import host_facts
-from iowatt.power import DEFAULT_HZ, DRAIN_S, PowerData, Recording, SourceSpec
-from iowatt.power_summary import Window, summarize
+from iowatt.power.recording import DRAIN_S, PowerData, Recording
+from iowatt.power.sources import DEFAULT_HZ, SourceSpec
+from iowatt.power.summary import Window, summarize
 from iowatt.store import RunWriter, index_run, new_run_id
 
 
