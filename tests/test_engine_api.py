@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import threading
 
-from iowatt import _core
-from iowatt.bench import Options, engine_spec, plan
+from iowatt._engine import WorkloadRun
+from iowatt.bench import Options, plan
 
 
 def test_progress_is_visible_and_python_keeps_running_during_a_run(tmp_path):
     config = plan("randomread", Options(runtime="1500ms", filesize="8m", seed=1),
                   results=tmp_path)  # fmt: skip
     (wl,) = config.workloads
-    run = _core.WorkloadRun(engine_spec(wl, tmp_path, device=False))
+    run = WorkloadRun.fileio(wl.engine_spec(tmp_path, device=False))
     ticks = 0
     stop = threading.Event()
 

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
+from iowatt.bench.summary import workload_summary
 from iowatt.histogram import STANDARD_PERCENTILES, percentile
 from iowatt.imports import parse
-from iowatt.summary import workload_summary
 
 
 def _fio(where: Path, fmt: str, *jobs: str, extra: tuple[str, ...] = ()) -> Path:

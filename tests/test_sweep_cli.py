@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
-from iowatt.sweep.curve import read_curve
+from iowatt.curve import read_curve
 from iowatt.sweep.guard import DIED
 
 FAST = ("--settle", "0.3s", "--hold", "0.7s", "--iosize", "64k", "--no-report")

@@ -11,9 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from iowatt.errors import ConfigError
-from iowatt.store import CURVE_SCHEMA, LATENCY_SCHEMA, SENSOR_SCHEMA, STEP_SCHEMA
-from iowatt.sweep.curve import (
+from iowatt.curve import (
     CURVE_FORMAT,
     SENSOR_MEANS_SCHEMA,
     curve_documents,
@@ -23,6 +21,8 @@ from iowatt.sweep.curve import (
     read_curve,
     step_sensor_means,
 )
+from iowatt.errors import ConfigError
+from iowatt.store import CURVE_SCHEMA, LATENCY_SCHEMA, SENSOR_SCHEMA, STEP_SCHEMA
 
 RUN = "20261121-143000-sweep-abcdef"
 LATENCY_SWEEP_SCHEMA = (

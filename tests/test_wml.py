@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from iowatt import _core
+from iowatt._engine import WorkloadRun
 from iowatt.errors import EXIT_USAGE, ConfigError
 from iowatt.wml import BUILTIN, Program, WmlError, builtin_path, parse_file, parse_text
 
@@ -93,11 +93,8 @@ def check_model(model: dict[str, Any]) -> None:
                 check_size(op["iosize_dist"])
                 assert op["iosize"] > 0
             assert op["iters"] >= 1 and min(op["fd"], op["srcfd"], op["value"]) >= 0
-    # The Rust structs themselves, where the extension can deserialize a model without running it.
-    if hasattr(_core, "validate_model"):
-        _core.validate_model(json.dumps(model))
-    elif hasattr(_core.WorkloadRun, "from_model"):
-        _core.WorkloadRun.from_model(json.dumps(model))
+    # The Rust structs themselves: the engine deserializes the model without running it.
+    WorkloadRun.model(model)
 
 
 def model_of(program: Program) -> dict[str, Any]:

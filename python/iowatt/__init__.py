@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("iowatt")
-except PackageNotFoundError:  # running from a source tree without installing
-    __version__ = "0.0.0+local"
+from typing import Any
 
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # The version is read from the installed metadata only when asked for: importlib.metadata
+    # costs ~20 ms, a tenth of what `iowatt --version` may take.
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("iowatt")
+        except PackageNotFoundError:  # running from a source tree without installing
+            return "0.0.0+local"
+    raise AttributeError(f"module 'iowatt' has no attribute {name!r}")

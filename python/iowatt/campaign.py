@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from iowatt import bench as bench_lib
-from iowatt.bench import BenchConfig, Options, Reporter
+from iowatt.bench.config import BenchConfig, Options, Reporter
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.store import list_runs, new_run_id, read_manifest
 from iowatt.units import parse_duration

@@ -19,6 +19,8 @@ class IowattError(Exception):
     """A problem with the user's input or environment, reported without a traceback."""
 
     exit_code = EXIT_USAGE
+    # What went wrong, as a word the code can act on (set by the engines, e.g. "no_space").
+    kind: str | None = None
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)

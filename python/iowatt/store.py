@@ -414,3 +414,18 @@ def resolve_run(results: Path, ref: str) -> Path:
     raise RunNotFoundError(
         f"no run `{ref}` in `{results}`", "list runs with `iowatt runs`, or pass --results DIR"
     )
+
+
+def event_table(run_id: str, t0_ns: int, events: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """events.parquet from event dicts (``mono_ns``, ``source``, ``kind``, ``message``)."""
+    return pa.table(
+        {
+            "run_id": [run_id] * len(events),
+            "mono_ns": [e["mono_ns"] for e in events],
+            "t_s": [(e["mono_ns"] - t0_ns) / 1e9 for e in events],
+            "source": [e["source"] for e in events],
+            "kind": [e["kind"] for e in events],
+            "message": [e["message"] for e in events],
+        },
+        schema=EVENT_SCHEMA,
+    )

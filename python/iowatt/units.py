@@ -14,10 +14,10 @@ def parse_size(text: str | int, option: str = "size") -> int:
     """Bytes in ``text`` (``8k``, ``10g``); a ConfigError naming ``option`` if it does not parse."""
     if isinstance(text, int):
         return text
-    from iowatt import _core  # the extension is only needed to parse, not to format
+    from iowatt import _engine  # the extension is only needed to parse, not to format
 
     try:
-        return _core.parse_size(text)
+        return _engine.parse_size(text)
     except ConfigError as e:
         raise ConfigError(f"{option}: {e.message}", e.hint) from None
 
@@ -26,10 +26,10 @@ def parse_duration(text: str | float, option: str = "duration") -> float:
     """Seconds in ``text`` (``500ms``, ``3s``, ``2m``; a bare number is seconds)."""
     if isinstance(text, int | float):
         return float(text)
-    from iowatt import _core
+    from iowatt import _engine
 
     try:
-        return _core.parse_duration_ns(text) / 1e9
+        return _engine.parse_duration_ns(text) / 1e9
     except ConfigError as e:
         raise ConfigError(f"{option}: {e.message}", e.hint) from None
 

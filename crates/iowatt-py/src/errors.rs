@@ -1,5 +1,5 @@
-//! Rust errors become the Python exceptions of `iowatt.errors`, with a hint attached, so the
-//! hierarchy is defined once, on the Python side.
+//! Rust errors become the Python exceptions of `iowatt.errors`, so the hierarchy is defined
+//! once, on the Python side.
 
 use iowatt_metrics::UnitError;
 use iowatt_power::PowerError;
@@ -21,29 +21,23 @@ pub fn from_unit(py: Python<'_>, e: UnitError) -> PyErr {
     raise(py, "ConfigError", e.to_string(), Some(e.hint()))
 }
 
+/// The class and a kind that `iowatt._engine` turns into a hint: hints name iowatt's options,
+/// which the bindings do not know.
 pub fn from_workload(py: Python<'_>, e: &WorkloadError) -> PyErr {
-    let (class, hint) = match e {
-        WorkloadError::Invalid(_) => ("ConfigError", None),
-        WorkloadError::UnknownPersonality(_) => (
-            "ConfigError",
-            Some("personalities are randomread, randomwrite, singlestreamread, singlestreamwrite, multistreamread, multistreamwrite"),
-        ),
-        WorkloadError::DirectIoUnsupported { .. } => (
-            "TargetError",
-            Some("this file system has no O_DIRECT (tmpfs before Linux 6.6, ramfs, some FUSE); pass --buffered to measure through the page cache"),
-        ),
-        WorkloadError::NoSpace { .. } => (
-            "TargetError",
-            Some("free some space or use a smaller --filesize"),
-        ),
-        WorkloadError::Io { .. } => ("TargetError", None),
-        WorkloadError::Uring(_) => (
-            "TargetError",
-            Some("io_uring may be disabled here (/proc/sys/kernel/io_uring_disabled); use --engine psync"),
-        ),
-        WorkloadError::Cancelled => ("RunInterrupted", None),
+    let (class, kind) = match e {
+        WorkloadError::Invalid(_) => ("ConfigError", "invalid"),
+        WorkloadError::UnknownPersonality(_) => ("ConfigError", "unknown_personality"),
+        WorkloadError::DirectIoUnsupported { .. } => ("TargetError", "direct_io_unsupported"),
+        WorkloadError::NoSpace { .. } => ("TargetError", "no_space"),
+        WorkloadError::Io { .. } => ("TargetError", "io"),
+        WorkloadError::Uring(_) => ("TargetError", "uring"),
+        WorkloadError::Cancelled => ("RunInterrupted", "cancelled"),
     };
-    raise(py, class, e.to_string(), hint)
+    let err = raise(py, class, e.to_string(), None);
+    if let Err(set) = err.value(py).setattr("kind", kind) {
+        return set;
+    }
+    err
 }
 
 pub fn from_power(py: Python<'_>, e: &PowerError) -> PyErr {

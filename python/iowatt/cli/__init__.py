@@ -1,7 +1,12 @@
-"""The ``iowatt`` command: one click group, one module per verb, exit codes in one place."""
+"""The ``iowatt`` command: one click group, one module per verb, exit codes in one place.
+
+A verb's module is imported only when that verb runs (click's lazily loaded subcommands), so
+``iowatt --version`` and a verb that needs no analysis stack start at once.
+"""
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 import traceback
@@ -9,43 +14,48 @@ from types import FrameType
 
 import click
 
-from iowatt import __version__
 from iowatt.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, IowattError
 
+# verb → "module:command" under iowatt.cli
+VERBS = {
+    "bench": "bench:bench",
+    "age": "age:age",
+    "campaign": "campaign:campaign_cmd",
+    "compare": "compare:compare_cmd",
+    "energy": "energy:energy",
+    "import": "imports:import_cmd",
+    "power": "power:power",
+    "report": "report:report",
+    "runs": "runs:runs",
+    "sweep": "sweep:sweep",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="iowatt")
+
+class LazyGroup(click.Group):
+    """A group whose verbs are imported when first used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(VERBS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in VERBS:
+            return None
+        module, name = VERBS[cmd_name].split(":")
+        command = getattr(importlib.import_module(f"iowatt.cli.{module}"), name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(package_name="iowatt", prog_name="iowatt")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
     """Measure what storage really delivers: throughput, latency and energy, together."""
     ctx.obj = {"debug": debug}
-
-
-def _register() -> None:
-    from iowatt.cli import (
-        age,
-        bench,
-        campaign,
-        compare,
-        energy,
-        imports,
-        power,
-        report,
-        runs,
-        sweep,
-    )
-
-    cli.add_command(bench.bench)
-    cli.add_command(power.power)
-    cli.add_command(energy.energy)
-    cli.add_command(runs.runs)
-    cli.add_command(report.report)
-    cli.add_command(sweep.sweep)
-    cli.add_command(campaign.campaign_cmd)
-    cli.add_command(compare.compare_cmd)
-    cli.add_command(imports.import_cmd)
-    cli.add_command(age.age)
 
 
 def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -54,7 +64,6 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    _register()
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:

@@ -1,4 +1,4 @@
-"""``iowatt bench``: run a FileIO personality, a suite workload or a whole suite."""
+"""``iowatt bench``: run a FileIO personality, a suite workload, a workload file or a suite."""
 
 from __future__ import annotations
 
@@ -7,25 +7,25 @@ from pathlib import Path
 
 import click
 
-from iowatt import bench as bench_lib
-from iowatt import campaign as campaign_lib
-from iowatt import filemacro
-from iowatt.bench import BenchConfig, Options, Reporter, SilentReporter
+from iowatt.bench import Options, plan, run
+from iowatt.bench.config import BenchConfig, Reporter, SilentReporter
+from iowatt.bench.fileio import PERSONALITIES, SUITES
+from iowatt.bench.filemacro import SUITE, messages
 from iowatt.cli.power import SOURCE_HELP
 from iowatt.cli.progress import RichReporter
-from iowatt.compare.data import Filters, load_rows
-from iowatt.compare.render import render
-from iowatt.compare.table import Settings, compare
-from iowatt.errors import ConfigError
-from iowatt.fileio import PERSONALITIES, SUITES
-from iowatt.filemacro import SUITE
-from iowatt.histogram import DEFAULT_SLOW_NS
-from iowatt.power.sources import DEFAULT_HZ, parse_source
+from iowatt.power.sources import DEFAULT_HZ
 from iowatt.store import parse_filters, read_summary, results_dir
-from iowatt.units import parse_duration
+
+HELP = f"""Run FileBench FileIO workloads and store the run.
+
+WORKLOAD is a personality ({", ".join(PERSONALITIES)}), a suite workload such as randomread8k,
+or a FileBench workload file (FILE.f) run unchanged. --suite filemacro runs fileserver, varmail,
+webproxy, webserver and oltp. With no WORKLOAD and no --suite, runs a short FileIO suite (2 s
+each, 64 MiB file) in a temporary directory.
+"""
 
 
-@click.command()
+@click.command(help=HELP)
 @click.argument("workload", required=False)
 @click.option(
     "--suite", help=f"Run a whole suite ({', '.join((*SUITES, SUITE))}) with its full settings."
@@ -72,18 +72,7 @@ def bench(
     as_json: bool,
     **opts: object,
 ) -> None:
-    (
-        """Run FileBench FileIO workloads and store the run.
-
-    WORKLOAD is a personality ("""
-        + ", ".join(PERSONALITIES)
-        + """), a suite workload such as
-    randomread8k, or a FileBench workload file (FILE.f) run unchanged. --suite filemacro runs
-    fileserver, varmail, webproxy, webserver and oltp. With no WORKLOAD and no --suite, runs a
-    short FileIO suite (2 s each, 64 MiB file) in a temporary directory.
-    """
-    )
-    config = bench_lib.plan(
+    config = plan(
         workload,
         Options(**opts),  # type: ignore[arg-type]
         suite=suite,
@@ -91,24 +80,22 @@ def bench(
         results=results_dir(results),
         labels=parse_filters(labels),
         destroy_data=destroy_data,
+        power=power,
+        power_hz=power_hz,
+        idle=idle,
+        report=not no_report,
     )
     if not quiet:
         for wl in config.workloads:
             if wl.wml:
-                for line in filemacro.notices(wl):
+                for line in messages(wl):
                     click.echo(line, err=True)
-    config.report = not no_report
-    config.power = [parse_source(s) for s in power]
-    config.power_hz = power_hz
-    if idle and not power:
-        raise ConfigError("--idle needs --power", "e.g. --power rapl --idle 30s")
-    config.idle_s = parse_duration(idle, "--idle") if idle else 0.0
     if repeat != 1:
         _repeat(config, repeat, quiet or as_json, as_json)
         return
     reporter = SilentReporter() if quiet or as_json else RichReporter()
     try:
-        run_dir = bench_lib.run(config, reporter)
+        run_dir = run(config, reporter)
     finally:
         if isinstance(reporter, RichReporter):
             reporter.close()
@@ -123,6 +110,14 @@ def bench(
 
 def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool) -> None:
     """The quick form of a campaign: one environment, N runs, then the series' statistics."""
+    # The comparison stack (scipy) loads only for a series.
+    from iowatt import campaign
+    from iowatt.compare.data import Filters, load_rows
+    from iowatt.compare.render import render
+    from iowatt.compare.table import Settings, compare, comparison_warnings
+    from iowatt.histogram import DEFAULT_SLOW_NS
+    from iowatt.warnings import WarningSink
+
     bars: list[RichReporter] = []
 
     def reporter(rep: int) -> Reporter:
@@ -135,7 +130,7 @@ def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool) -> None
         return bars[-1]
 
     try:
-        series, _ = campaign_lib.repeat(config, times, reporter)
+        series, _ = campaign.repeat(config, times, reporter)
     finally:
         for b in bars:
             b.close()
@@ -143,5 +138,4 @@ def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool) -> None
     comparison = compare(rows, Settings(by="series"))
     click.echo(render(comparison, rows, "json" if as_json else "text", "long"), nl=False)
     if not as_json:
-        for warning in comparison.warnings():
-            click.echo(f"warning: {warning}", err=True)
+        WarningSink().extend(comparison_warnings(comparison))

@@ -9,11 +9,12 @@ import click
 from iowatt.compare.data import METRICS, Filters, load_rows
 from iowatt.compare.render import FORMATS, LAYOUTS, render
 from iowatt.compare.stats import TESTS
-from iowatt.compare.table import Settings, compare
+from iowatt.compare.table import Settings, compare, comparison_warnings
 from iowatt.errors import ConfigError
 from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.store import parse_filters, results_dir
 from iowatt.units import parse_thresholds
+from iowatt.warnings import WarningSink
 
 
 @click.command("compare")
@@ -25,7 +26,9 @@ from iowatt.units import parse_thresholds
 @click.option("--metric", type=click.Choice(list(METRICS)), default="ops_s", show_default=True)
 @click.option("--layout", type=click.Choice(LAYOUTS), default="long", show_default=True,
               help="study: workloads as rows, groups as columns, % difference beside.")  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice((*FORMATS, "html")), default="text", show_default=True
+)
 @click.option("--output", "-o", type=click.Path(path_type=Path), help="Write to a file.")
 @click.option("--slow", help="Latency thresholds for the tail fractions [100ms,200ms].")
 @click.option("--test", type=click.Choice(TESTS), default="mann-whitney", show_default=True)
@@ -66,7 +69,12 @@ def compare_cmd(
     rows = load_rows(results_dir(results), filters, by, thresholds)
     settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed)
     comparison = compare(rows, settings)
-    text = render(comparison, rows, fmt, layout)
+    if fmt == "html":
+        from iowatt.report.compare_page import compare_page  # matplotlib: only for a page
+
+        text = compare_page(comparison, rows, layout)
+    else:
+        text = render(comparison, rows, fmt, layout)
     if output is not None:
         output.write_text(text)
         click.echo(f"comparison written to {output}", err=True)
@@ -75,5 +83,4 @@ def compare_cmd(
     if fmt in ("text", "markdown") or output is not None:
         for note in comparison.notes:
             click.echo(f"note: {note}", err=True)
-        for warning in comparison.warnings():
-            click.echo(f"warning: {warning}", err=True)
+        WarningSink().extend(comparison_warnings(comparison))

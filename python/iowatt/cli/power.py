@@ -15,7 +15,6 @@ from iowatt.errors import ConfigError
 from iowatt.power import record as power_record
 from iowatt.power.merge import import_logs
 from iowatt.power.sources import DEFAULT_HZ, parse_source
-from iowatt.power.summary import warnings
 from iowatt.store import parse_filters, resolve_run, results_dir
 from iowatt.units import format_duration, format_joules, format_watts, parse_duration
 
@@ -91,8 +90,6 @@ def import_(run: str, sources: tuple[str, ...], results: Path | None) -> None:
     run_dir = resolve_run(root, run)
     power = import_logs(run_dir, [parse_source(s) for s in sources], root)
     Console(stderr=True).print(energy_table(power, "work"))
-    for w in warnings(power):
-        click.echo(f"warning: {w}", err=True)
     click.echo(f"run {run_dir.name} updated")
 
 
@@ -111,8 +108,6 @@ def _print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         highlight=False,
     )
     console.print(energy_table(summary["power"], "work"))
-    for w in warnings(summary["power"]):
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
     console.print(f"\n run {run_dir.name} written to {run_dir}", markup=False, highlight=False)
 
 

@@ -7,16 +7,18 @@ import time
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as Bars
 
-from iowatt.bench import WorkloadConfig
+from iowatt._engine import Progress
+from iowatt.bench.config import WorkloadConfig
 from iowatt.units import format_bytes, format_ns, format_rate
 
 
 class RichReporter:
     def __init__(self) -> None:
         self.console = Console(stderr=True)
-        self.bars = Progress(
+        self.bars = Bars(
             TextColumn("{task.description:<28}"),
             BarColumn(bar_width=30),
             TextColumn("{task.percentage:>3.0f}%"),
@@ -34,7 +36,8 @@ class RichReporter:
         self.task = self.bars.add_task(wl.name, total=wl.runtime_s + wl.ramp_s, live="")
         self.last = (time.monotonic(), 0, 0)
 
-    def update(self, wl: WorkloadConfig, p: dict[str, Any]) -> None:
+    def update(self, wl: WorkloadConfig, progress: Progress) -> None:
+        p = progress
         if p["phase"] == "preparing":
             total = p["prepare_total"] or 1
             live = f"laying out {format_bytes(p['prepared_bytes'])} / {format_bytes(total)}"
@@ -61,9 +64,6 @@ class RichReporter:
             f"p99 {format_ns(lat['p99'])}"
         )
         self.bars.update(self.task, completed=wl.runtime_s + wl.ramp_s, live=live)
-
-    def warn(self, message: str) -> None:
-        self.console.print(f"[yellow]warning:[/] {message}")
 
     def close(self) -> None:
         if self.bars.live.is_started:

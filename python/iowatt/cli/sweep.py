@@ -26,9 +26,6 @@ class LineReporter:
         hottest = f"; hottest {max(temps.values()):g} °C" if temps else ""
         click.echo(f"  {disks}{hottest}", err=True)
 
-    def warn(self, message: str) -> None:
-        click.echo(f"warning: {message}", err=True)
-
 
 @click.command()
 @click.option(

@@ -12,15 +12,13 @@ import io
 import json
 import math
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-from iowatt import __version__
 from iowatt.compare.data import METRICS, Rows
 from iowatt.compare.table import MIN_RUNS, Cell, Comparison
 from iowatt.units import format_ns, format_rate
 
-FORMATS = ("text", "markdown", "csv", "json", "html")
+FORMATS = ("text", "markdown", "csv", "json")  # and "html": iowatt.report.compare_page
 LAYOUTS = ("long", "study")
 
 
@@ -141,8 +139,6 @@ def render(cmp: Comparison, rows: Rows, fmt: str, layout: str) -> str:
         return _csv(cmp, layout)
     if fmt == "markdown":
         return _markdown(cmp, layout)
-    if fmt == "html":
-        return _html(cmp, rows, layout)
     return _text(cmp, layout)
 
 
@@ -309,40 +305,3 @@ def _json_default(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()
     return str(value)
-
-
-def _html(cmp: Comparison, rows: Rows, layout: str) -> str:
-    # The report package pulls in matplotlib: only when a page is asked for.
-    from iowatt.report import templates
-    from iowatt.report.series import SeriesPoint, series_plot
-
-    header, body = table_rows(cmp, layout)
-    plots = []
-    label = METRICS[cmp.settings.metric][0]
-    for w in cmp.workloads:
-        idx = [i for i in range(len(rows)) if rows.workload[i] == w]
-        points = [
-            SeriesPoint(
-                str(rows.run_id[i]),
-                int(rows.started_ns[i]),
-                str(rows.group[i]),
-                float(rows.metrics[cmp.settings.metric][i]),
-            )
-            for i in idx
-        ]
-        plots.append((w, series_plot(w, points, label)))
-    return (
-        templates(Path(__file__).parent)
-        .get_template("page.html")
-        .render(
-            title=_title(cmp),
-            header=header,
-            rows=body,
-            label_columns=1 if layout == "study" else 2,
-            legend=_legend(cmp),
-            warnings=cmp.warnings(),
-            notes=cmp.notes,
-            plots=plots,
-            version=__version__,
-        )
-    )

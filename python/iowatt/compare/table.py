@@ -14,6 +14,7 @@ from iowatt.compare.data import METRICS, Rows
 from iowatt.compare.latent import Finding, analyse_series
 from iowatt.compare.stats import Difference, Summary, describe, difference
 from iowatt.errors import ConfigError
+from iowatt.warnings import Kind, RunWarning
 
 # Below this many runs a cell's statistics are flagged: the study's own caveat.
 MIN_RUNS = 5
@@ -177,3 +178,8 @@ def _pooled_tails(rows: Rows, idx: npt.NDArray[np.intp]) -> tuple[float, ...]:
     if total == 0:
         return tuple(float("nan") for _ in rows.thresholds_ns)
     return tuple(float(a) / total for a in rows.ops_above[idx].sum(axis=0))
+
+
+def comparison_warnings(cmp: Comparison) -> list[RunWarning]:
+    """The comparison's findings as warnings, for the sink that shows them."""
+    return [RunWarning(Kind.COMPARISON, w) for w in cmp.warnings()]

@@ -14,7 +14,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from iowatt.imports import ImportFormatError, Parsed, latency, workload
+from iowatt.errors import ImportFormatError
+from iowatt.imports.model import Parsed, latency, workload
 
 HINT = (
     "import the text FileBench prints at the end of a run (e.g. `filebench -f w.f > out.txt`),"

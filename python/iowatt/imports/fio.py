@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from iowatt.errors import ConfigError
+from iowatt.bench.summary import MIB
+from iowatt.errors import ConfigError, ImportFormatError
 from iowatt.histogram import STANDARD_PERCENTILES, percentile
-from iowatt.imports import Histogram, ImportFormatError, Parsed, latency, workload
-from iowatt.summary import MIB
+from iowatt.imports.model import Histogram, Parsed, latency, workload
 
 HINT = "produce it with fio --output-format=json (json+ keeps exact histograms)"
 DIRECTIONS = ("read", "write", "trim", "mixed")

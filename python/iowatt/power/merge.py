@@ -21,12 +21,17 @@ import pyarrow.parquet as pq
 from iowatt.errors import ConfigError
 from iowatt.power.recording import Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
-from iowatt.power.summary import Window, headline, span, summarize
-from iowatt.store import index_run, read_manifest, read_summary
+from iowatt.power.summary import Window, headline, span, summarize, warnings
+from iowatt.store import event_table, index_run, read_manifest, read_summary
+from iowatt.warnings import WarningSink
 
 
-def import_logs(run_dir: Path, specs: list[SourceSpec], results: Path) -> dict[str, Any]:
-    """Adds the meter logs in ``specs`` to the run; returns its new ``power`` section."""
+def import_logs(
+    run_dir: Path, specs: list[SourceSpec], results: Path, sink: WarningSink | None = None
+) -> dict[str, Any]:
+    """Adds the meter logs in ``specs`` to the run; returns its new ``power`` section. What is
+    wrong with the logs goes to ``sink`` (by default stderr) and the run's events."""
+    sink = sink or WarningSink()
     manifest, summary = read_manifest(run_dir), read_summary(run_dir)
     anchor = manifest.get("clock_anchor")
     if not anchor:
@@ -55,12 +60,13 @@ def import_logs(run_dir: Path, specs: list[SourceSpec], results: Path) -> dict[s
     work, idle, workloads = _windows(run_dir, manifest, summary)
     new = summarize(data, t0, work, idle, workloads)
     power = _merge(old, new)
+    sink.extend(warnings(new))
     summary["power"] = power
     _replace(run_dir / "summary.json", json.dumps(summary, indent=2, default=str).encode())
     for name, table in (
         ("power.parquet", data.power_table(manifest["run_id"], t0)),
         ("sensors.parquet", data.sensor_table(manifest["run_id"], t0)),
-        ("events.parquet", data.events_table(manifest["run_id"], t0)),
+        ("events.parquet", event_table(manifest["run_id"], t0, [*data.events, *sink.events()])),
     ):
         _append_table(run_dir / name, table)
     index_run(results, run_dir)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,9 @@ from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.hostinfo import host_facts
 from iowatt.power.recording import DRAIN_S, PowerData, Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
-from iowatt.power.summary import Window, summarize
-from iowatt.store import RunWriter, index_run, new_run_id
+from iowatt.power.summary import Window, summarize, warnings
+from iowatt.store import RunWriter, event_table, index_run, new_run_id
+from iowatt.warnings import WarningSink
 
 
 @dataclass
@@ -42,8 +43,14 @@ class Recorded:
     summary: dict[str, Any]
 
 
-def record(config: RecordConfig, on_phase: Callable[[str], None] | None = None) -> Recorded:
-    """Runs the command under the power sources and commits a ``power`` run."""
+def record(
+    config: RecordConfig,
+    on_phase: Callable[[str], None] | None = None,
+    sink: WarningSink | None = None,
+) -> Recorded:
+    """Runs the command under the power sources and commits a ``power`` run; what is wrong with
+    the power data goes to ``sink`` (by default stderr) and the run's events."""
+    sink = sink or WarningSink()
     if not config.command:
         raise ConfigError("no command to record", "e.g. iowatt power record -- sleep 5")
     if not config.sources:
@@ -85,6 +92,7 @@ def record(config: RecordConfig, on_phase: Callable[[str], None] | None = None) 
     work_end = rec.mark("end")
     data = rec.stop()
     power = summarize(data, t0, Window(work_start, work_end), idle)
+    sink.extend(warnings(power))
     status = _exit_status(exit_code)
     summary: dict[str, Any] = {
         "run_id": writer.run_id,
@@ -114,7 +122,7 @@ def record(config: RecordConfig, on_phase: Callable[[str], None] | None = None) 
         },
         "host": host_facts(None),
     }
-    run_dir = commit_power_run(writer, manifest, summary, data, t0, config.report)
+    run_dir = commit_power_run(writer, manifest, summary, data, t0, config.report, sink)
     if failure is not None:
         raise failure
     return Recorded(run_dir, status, summary)
@@ -132,10 +140,15 @@ def _exit_status(code: int | None) -> int:
     return 128 - code if code < 0 else code
 
 
-def write_power_files(writer: RunWriter, data: PowerData, t0_ns: int) -> None:
+def write_power_files(
+    writer: RunWriter, data: PowerData, t0_ns: int, events: Sequence[dict[str, Any]] = ()
+) -> None:
+    """power.parquet, sensors.parquet and events.parquet (the sources' events and phase marks,
+    with ``events`` of the run's own, such as its warnings)."""
     writer.write_table("power.parquet", data.power_table(writer.run_id, t0_ns))
     writer.write_table("sensors.parquet", data.sensor_table(writer.run_id, t0_ns))
-    writer.write_table("events.parquet", data.events_table(writer.run_id, t0_ns))
+    merged = sorted([*data.events, *events], key=lambda e: e["mono_ns"])
+    writer.write_table("events.parquet", event_table(writer.run_id, t0_ns, merged))
 
 
 def commit_power_run(
@@ -145,10 +158,11 @@ def commit_power_run(
     data: PowerData,
     t0_ns: int,
     report: bool,
+    sink: WarningSink,
 ) -> Path:
     writer.write_json("manifest.json", manifest)
     writer.write_json("summary.json", summary)
-    write_power_files(writer, data, t0_ns)
+    write_power_files(writer, data, t0_ns, sink.events())
     run_dir = writer.commit()
     index_run(writer.results, run_dir)
     if report:

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from iowatt._engine import PowerSampler
 from iowatt.power import meter_map
 from iowatt.power.energy import Series, counter_series, power_series
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec, recorder_config
-from iowatt.store import EVENT_SCHEMA, POWER_SCHEMA, SENSOR_SCHEMA
+from iowatt.store import POWER_SCHEMA, SENSOR_SCHEMA
 
 DRAIN_S = 0.5
 POWER_UNITS = ("W", "J")
@@ -32,11 +33,9 @@ class Recording:
     def __init__(
         self, specs: list[SourceSpec], hz: float = DEFAULT_HZ, anchor: tuple[int, int] | None = None
     ) -> None:
-        from iowatt import _core
-
         self.specs = specs
         self.hz = hz
-        self._rec = _core.PowerRecorder(recorder_config(specs, hz, anchor))
+        self._rec = PowerSampler(recorder_config(specs, hz, anchor))
         self.channels = self._rec.channels()
         self.maps = {s.name: meter_map.load(s.map) for s in specs if s.map}
         for spec in specs:
@@ -195,20 +194,6 @@ class PowerData:
             cols["t_s"] += ((t - t0_ns) / 1e9).tolist()
             cols["value"] += _nullable(v)
         return pa.table(cols, schema=SENSOR_SCHEMA)
-
-    def events_table(self, run_id: str, t0_ns: int) -> pa.Table:
-        events = self.events
-        return pa.table(
-            {
-                "run_id": [run_id] * len(events),
-                "mono_ns": [e["mono_ns"] for e in events],
-                "t_s": [(e["mono_ns"] - t0_ns) / 1e9 for e in events],
-                "source": [e["source"] for e in events],
-                "kind": [e["kind"] for e in events],
-                "message": [e["message"] for e in events],
-            },
-            schema=EVENT_SCHEMA,
-        )
 
 
 def _nullable(a: np.ndarray) -> list[float | None]:

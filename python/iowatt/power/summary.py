@@ -16,6 +16,7 @@ import numpy as np
 
 from iowatt.power.energy import dynamic_energy, max_gap_ns, window_energy
 from iowatt.power.recording import Channel, PowerData
+from iowatt.warnings import Kind, RunWarning
 
 # Widest first: the whole node at the wall, then what a BMC or the platform reports, then parts.
 HEADLINE_SCOPES = ("total", "wall", "node", "psys", "server", "package", "disks", "disk", "hwmon",
@@ -118,15 +119,16 @@ def headline(channels: list[dict[str, Any]]) -> str | None:
     return str(channels[0]["key"]) if channels else None
 
 
-def warnings(power: Mapping[str, Any]) -> list[str]:
+def warnings(power: Mapping[str, Any]) -> list[RunWarning]:
     """What a user must know about the power data: gaps, unusable lines and readings."""
     out = []
     for key, e in (power.get("work") or {}).items():
         if e["gap_s"] and e["gap_s"] > 0:
-            out.append(
+            message = (
                 f"power channel `{key}` has {e['gap_s']:.3g} s of gaps in the work window; "
                 "its energy covers the sampled time only"
             )
+            out.append(RunWarning(Kind.POWER_GAP, message))
     for s in power.get("sources") or []:
         counted = {
             "malformed lines": s.get("malformed_lines", 0),
@@ -141,5 +143,7 @@ def warnings(power: Mapping[str, Any]) -> list[str]:
             if s.get("examples"):
                 line, text = s["examples"][0]
                 example = f" (first: line {line}: {text!r})" if line else f" (first: {text!r})"
-            out.append(f"power source `{s['source']}`: {found}{example}")
+            log = ("malformed lines", "missing values", "out-of-order lines")
+            kind = Kind.METER_LINES if any(counted[k] for k in log) else Kind.SOURCE_FAILING
+            out.append(RunWarning(kind, f"power source `{s['source']}`: {found}{example}"))
     return out

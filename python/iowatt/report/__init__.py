@@ -1,81 +1,10 @@
-"""The self-contained HTML report of one or more runs.
+"""The self-contained HTML report of one or more runs, and the page of a comparison.
 
 One file, no network: styles sit in the page and plots are inline SVG, so a report can be
-mailed, archived or opened offline. Layout lives in ``template.html``; this package only
-gathers what it shows.
+mailed, archived or opened offline. Layouts live in the ``*.html`` templates; the modules only
+gather what they show (``write`` the run report, ``compare_page`` a comparison's page).
 """
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-from pathlib import Path
-
-import jinja2
-
-from iowatt import __version__
-from iowatt.report.context import (
-    PERCENTILES,
-    build_plots,
-    energy_rows,
-    power_plots,
-    run_view,
-    styles,
-    workload_row,
-)
-from iowatt.report.flowops import flowop_tables
-from iowatt.report.load import load_run
-from iowatt.report.series import code_spans, consecutive_runs
-from iowatt.report.sweep import sweep_views
-from iowatt.report.tails import report_thresholds, slow_section, threshold_label
+from iowatt.report.write import write_report
 
 __all__ = ["write_report"]
-
-
-def templates(directory: Path) -> jinja2.Environment:
-    """The HTML templates in ``directory``, escaped, and strict about missing values."""
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(directory),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
-_ENV = templates(Path(__file__).parent)
-_ENV.filters["code_spans"] = code_spans
-
-
-def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
-    """Write one self-contained HTML report of the runs in ``run_dirs`` to ``out``.
-
-    Each run directory is read as described in docs/run-store.md; a run without a manifest
-    raises :class:`iowatt.errors.RunNotFoundError`. Returns ``out``.
-    """
-    if not run_dirs:
-        raise ValueError("write_report needs at least one run directory")
-    runs = [load_run(Path(d)) for d in run_dirs]
-    style = styles(runs)
-    thresholds = report_thresholds(runs)
-    html = _ENV.get_template("template.html").render(
-        runs=[run_view(run) for run in runs],
-        sweeps=sweep_views(runs),
-        # Sweep runs have no workloads; a report of sweeps only leaves the bench sections out.
-        show_bench=any(run.sweep is None for run in runs),
-        rows=[
-            workload_row(run, w, style[run.run_id, w], thresholds)
-            for run in runs
-            for w in run.workloads
-        ],
-        plots={plot.name: plot for plot in build_plots(runs, style)},
-        percentiles=[f"p{p:g}" if p < 100 else "max" for p in PERCENTILES],
-        thresholds=[(threshold_label(t), t) for t in thresholds],
-        flowops=flowop_tables(runs, style),
-        slow=slow_section(runs, style),
-        series=consecutive_runs(runs),
-        energy=energy_rows(runs),
-        power_plots=power_plots(runs),
-        version=__version__,
-    )
-    out.write_text(html, encoding="utf-8")
-    return out

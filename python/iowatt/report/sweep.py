@@ -3,7 +3,7 @@ stimulus (normalised and in MiB/s, with the spread across passes), the sensors p
 table of every point and the run's stimulus and watchdog events.
 
 The curve is recomputed here from ``steps.parquet`` and ``latency.parquet`` with
-:func:`iowatt.sweep.curve.curve_table`, the same function that writes the run's curve files,
+:func:`iowatt.curve.curve_table`, the same function that writes the run's curve files,
 so the report and the files always agree.
 """
 
@@ -20,9 +20,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from iowatt.curve import curve_table, step_sensor_means
 from iowatt.report.load import Run
 from iowatt.report.plots import _FIGSIZE, Plot, _legend, _to_svg, series_style
-from iowatt.sweep.curve import curve_table, step_sensor_means
 from iowatt.units import format_bytes, format_duration, format_ns, format_rate
 
 # Events worth listing beside the curves, and how many of them (a 1 Hz frequency sweep has

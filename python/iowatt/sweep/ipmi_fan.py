@@ -21,7 +21,6 @@ never on the command line). The safe setting is 100 % through the same set comma
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import threading
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from iowatt import _core
+from iowatt._engine import ipmitool_command
 from iowatt.errors import ConfigError
 from iowatt.power.sources import SourceSpec
 from iowatt.sweep.drivers import (
@@ -117,7 +116,7 @@ class IpmiFanDriver:
         # The options of an ``ipmi`` source also check the connection (Rust, like the sampler).
         options = {"ipmitool": "ipmitool", **bmc.options}
         config = {"name": bmc.name, "kind": "ipmi", "hz": 1.0, **options}
-        cl = _core.ipmitool_command(json.dumps(config))
+        cl = ipmitool_command(config)
         self.prefix: list[str] = [cl["program"], *cl["args"]]
         self.env = {"IPMI_PASSWORD": cl["password"]} if cl["password"] is not None else {}
         self.bmc_name: str = cl["bmc"]

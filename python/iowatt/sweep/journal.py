@@ -19,12 +19,12 @@ from typing import IO, Any
 import numpy as np
 import pyarrow as pa
 
+from iowatt import curve
+from iowatt.bench.summary import interval_table
 from iowatt.power import meter_map
 from iowatt.power.record import write_power_files
 from iowatt.power.recording import PowerData
 from iowatt.store import LATENCY_SCHEMA, STEP_SCHEMA, RunWriter, index_run
-from iowatt.summary import interval_table
-from iowatt.sweep import curve
 
 PLAN = "sweep.json"
 STEPS = "steps.jsonl"

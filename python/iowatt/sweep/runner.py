@@ -18,27 +18,27 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from iowatt import __version__, _core
-from iowatt.bench import WorkloadConfig, engine_spec, result_failure
+from iowatt import __version__
+from iowatt._engine import WorkloadResult, WorkloadRun, drive, result_failure
+from iowatt.bench.config import WorkloadConfig
+from iowatt.bench.summary import workload_summary
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, SafetyStop
 from iowatt.hostinfo import host_facts, target_facts
 from iowatt.power.recording import Recording
 from iowatt.power.sources import SourceSpec
 from iowatt.store import RunWriter, new_run_id
-from iowatt.summary import workload_summary
 from iowatt.sweep.guard import Guardian
 from iowatt.sweep.journal import Journal, finalize
 from iowatt.sweep.plan import Disk, SweepConfig
 from iowatt.sweep.watchdog import Monitor
+from iowatt.warnings import Kind, RunWarning, WarningSink
 
-POLL_S = 0.1
 LAYOUT_S = 1.0  # a directory's file is laid out and written once before the first step
 
 
 class Reporter(Protocol):
     def step_started(self, pass_no: int, step: int, total: int, text: str) -> None: ...
     def step_finished(self, rows: list[dict[str, Any]], temps: dict[str, float]) -> None: ...
-    def warn(self, message: str) -> None: ...
 
 
 class SilentReporter:
@@ -48,14 +48,15 @@ class SilentReporter:
     def step_finished(self, rows: list[dict[str, Any]], temps: dict[str, float]) -> None:
         pass
 
-    def warn(self, message: str) -> None:
-        pass
 
-
-def run(config: SweepConfig, reporter: Reporter | None = None) -> Path:
+def run(
+    config: SweepConfig, reporter: Reporter | None = None, sink: WarningSink | None = None
+) -> Path:
     """Runs the sweep and commits its run; returns the run directory. The run is written
-    whatever happens; the error that stopped it is raised after."""
+    whatever happens; the error that stopped it is raised after. Warnings go to ``sink`` (by
+    default stderr); the journal keeps them among the run's events."""
     reporter = reporter or SilentReporter()
+    sink = sink or WarningSink()
     config.results.mkdir(parents=True, exist_ok=True)
     run_id = new_run_id("sweep")
     sources = _sources(config)
@@ -90,7 +91,7 @@ def run(config: SweepConfig, reporter: Reporter | None = None) -> Path:
         failure = e
     finally:
         with _signals_held() as pending:
-            failure = _finish(config, monitor, journal, workdirs, failure, reporter)
+            failure = _finish(config, monitor, journal, workdirs, failure, sink)
             status = "complete" if failure is None and not pending else "incomplete"
             reason = failure.message if failure else ("interrupted" if pending else None)
             run_dir = finalize(writer.tmp, status, reason, report=config.report)
@@ -206,25 +207,14 @@ def _generate(
     settle_s: float,
     hold_s: float,
     monitor: Monitor | None,
-) -> list[dict[str, Any]]:
+) -> list[WorkloadResult]:
     """Runs one generator per disk, all at once, for ``settle_s`` + ``hold_s``; returns each
     engine result. Stops them all on a watchdog trip, an interrupt or a failed disk."""
     runs = [
-        _core.WorkloadRun(engine_spec(_workload(config, d, settle_s, hold_s), d.target, d.device))
+        WorkloadRun.fileio(_workload(config, d, settle_s, hold_s).engine_spec(d.target, d.device))
         for d in disks
     ]
-    for r in runs:
-        r.start()
-    try:
-        while not all(r.wait(POLL_S / len(runs)) for r in runs):
-            if monitor is not None and monitor.tripped is not None:
-                break
-    finally:
-        for r in runs:
-            r.cancel()
-        for r in runs:
-            while not r.wait(POLL_S):
-                pass
+    drive(runs, stop=None if monitor is None else lambda: monitor.tripped is not None)
     results = [r.result() for r in runs]
     if monitor is not None:
         _check(monitor)
@@ -236,7 +226,7 @@ def _generate(
 
 def _row(
     config: SweepConfig,
-    result: dict[str, Any],
+    result: WorkloadResult,
     pass_no: int,
     step: int,
     value: float,
@@ -261,7 +251,7 @@ def _finish(
     journal: Journal,
     workdirs: list[Path],
     failure: IowattError | None,
-    reporter: Reporter,
+    sink: WarningSink,
 ) -> IowattError | None:
     """Stops sensing, restores the stimulus and removes iowatt's files; returns the error that
     ended the sweep (the first one)."""
@@ -271,7 +261,7 @@ def _finish(
         config.driver.restore()
         journal.event("restore", "done")
     except IowattError as e:
-        reporter.warn(f"restoring the stimulus failed: {e.message}")
+        sink.warn(RunWarning(Kind.RESTORE_FAILED, f"restoring the stimulus failed: {e.message}"))
         journal.event("restore", f"failed: {e.message}")
         failure = failure or e
     monitor.stop()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from iowatt.wml.dists import mean_of
@@ -52,6 +54,16 @@ class Program:
             "eventgen_rate": self.eventgen_rate,
             "quit": self.quit,
         }
+
+    def placed(self, directory: Path) -> Program:
+        """The same program run in ``directory``: ``$dir`` becomes it, and every fileset (the
+        evaluator keeps them all under ``$dir``) moves with it."""
+        old = Path(os.path.normpath(Path(self.variables["dir"]).absolute()))
+        new = Path(os.path.normpath(directory.absolute()))
+        filesets = [
+            {**fs, "path": str(new / Path(fs["path"]).relative_to(old))} for fs in self.filesets
+        ]
+        return replace(self, filesets=filesets, variables={**self.variables, "dir": str(new)})
 
     def bytes_needed(self) -> int:
         """Bytes the filesets are expected to occupy before the clock starts."""

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iowatt import _core
+from iowatt import _engine
 
-PERSONALITIES: tuple[str, ...] = tuple(_core.PERSONALITIES)
-
+PERSONALITIES: tuple[str, ...] = _engine.PERSONALITIES
 # FileBench's own variable defaults per personality file.
 PERSONALITY_DEFAULTS: dict[str, dict[str, str]] = {
     "randomread": {"iosize": "8k", "filesize": "5g"},

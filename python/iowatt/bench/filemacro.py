@@ -2,24 +2,23 @@
 (fileserver, varmail, webproxy, webserver, oltp), planned into :class:`WorkloadConfig` and
 turned into the engine's model for the directory a run works in.
 
-A workload's ``wml`` names its file; ``overrides`` are the ``--set`` values. The model is built
-again at run time, when the work directory is known, because every fileset must live in it.
+A workload's ``wml`` names its file and ``overrides`` are the ``--set`` values; the file is
+parsed once, when planning, in a stand-in directory, and its filesets are moved into the work
+directory when the run knows it.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
+from iowatt.bench.config import Options, WorkloadConfig, resolve_common
 from iowatt.errors import ConfigError, TargetError
 from iowatt.target import available_bytes
 from iowatt.units import format_bytes, parse_size
+from iowatt.warnings import Kind, RunWarning
 from iowatt.wml import BUILTIN, Program, builtin_path, parse_file
-
-if TYPE_CHECKING:
-    from iowatt.bench import Options, WorkloadConfig
 
 SUITE = "filemacro"
 DEFAULT_RUNTIME_S = 60.0  # FileBench's `run` without a duration
@@ -93,8 +92,6 @@ def plan_suite(opts: Options, seed: int) -> list[WorkloadConfig]:
 
 
 def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfig:
-    from iowatt.bench import WorkloadConfig, resolve_common
-
     defined = {} if strict else parse_file(source, {}, dir=_PLAN_DIR).variables
     overrides = _overrides(opts, defined, strict)
     program = parse_file(source, overrides, dir=_PLAN_DIR)
@@ -116,6 +113,7 @@ def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfi
         wml=str(source.resolve()),
         overrides=overrides,
         variables=dict(v),
+        program=program,
         **common,
     )
 
@@ -127,34 +125,43 @@ def _size(text: str | None) -> int:
         return 0  # a distribution, not one size
 
 
-def program_for(wl: WorkloadConfig, workdir: Path) -> Program:
-    assert wl.wml is not None
-    return parse_file(Path(wl.wml), wl.overrides, dir=workdir)
+def _program(wl: WorkloadConfig) -> Program:
+    if wl.program is None:  # a config built by hand, not by plan()
+        assert wl.wml is not None
+        wl.program = parse_file(Path(wl.wml), wl.overrides, dir=_PLAN_DIR)
+    return wl.program
 
 
-def notices(wl: WorkloadConfig) -> list[str]:
-    """What a workload file says when loaded: its `echo` lines, then the settings iowatt
-    accepts but does not apply."""
-    program = program_for(wl, _PLAN_DIR)
-    return program.messages + [f"warning: {w}" for w in program.warnings]
+def messages(wl: WorkloadConfig) -> list[str]:
+    """What a workload file says when loaded: its `echo` lines."""
+    return list(_program(wl).messages)
 
 
-def model_json(wl: WorkloadConfig, workdir: Path) -> str:
+def warnings(wl: WorkloadConfig) -> list[RunWarning]:
+    """The settings of a workload file iowatt accepts but does not apply."""
+    return [RunWarning(Kind.WML_IGNORED, w) for w in _program(wl).warnings]
+
+
+def model(wl: WorkloadConfig, workdir: Path) -> dict[str, Any]:
     """The engine's model of a workload file run in ``workdir``."""
-    model = program_for(wl, workdir).model(
-        seed=wl.seed,
-        runtime_ns=round(wl.runtime_s * 1e9),
-        ramp_ns=round(wl.ramp_s * 1e9),
-        slow_ns=wl.slow_ns,
+    out = (
+        _program(wl)
+        .placed(workdir)
+        .model(
+            seed=wl.seed,
+            runtime_ns=round(wl.runtime_s * 1e9),
+            ramp_ns=round(wl.ramp_s * 1e9),
+            slow_ns=wl.slow_ns,
+        )
     )
-    model["name"] = wl.name
-    return json.dumps(model)
+    out["name"] = wl.name
+    return out
 
 
 def check_space(wl: WorkloadConfig, target: Path) -> None:
     """Refuses, before anything is created, filesets that would not fit on the target: the
     error names the define of the largest."""
-    program = program_for(wl, target / "iowatt-check")
+    program = _program(wl)
     per_set = program.fileset_bytes()
     needed = sum(per_set.values())
     available = available_bytes(target)

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""How fast iowatt starts, and what a short bench costs beyond the engine's own work.
+
+Usage::
+
+    python bench/startup.py                  # 10 runs of each command
+    python bench/startup.py --runs 20 --json-out /tmp/startup.json
+
+Times with hyperfine (Debian package ``hyperfine``), in one run, each as a fresh process the way
+a user runs them:
+
+- ``iowatt --version`` beside ``python -c pass`` (the interpreter's own start on this machine);
+- ``iowatt runs`` on a catalog of 100 synthetic bench runs (bench/catalog_scale.py writes them);
+- ``iowatt bench randomread --runtime 1s --filesize 64m`` with and without its report.
+
+A bench's overhead is its wall time minus the engine's own time — laying out the file
+(``layout_s`` in summary.json) and measuring (``runtime_s``) — read from each run's summary.
+Goals (issue "one house"): ``--version`` ≤ 150 ms; overhead ≤ 0.5 s with the report, ≤ 0.3 s
+with ``--no-report``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from catalog_scale import build
+from side_by_side import fmt, render_table
+
+BENCH = "bench randomread --runtime 1s --filesize 64m --seed 1 --quiet"
+GOALS = {"version": 0.150, "report overhead": 0.5, "no-report overhead": 0.3}
+
+
+def hyperfine(commands: dict[str, str], runs: int, out: Path) -> dict[str, list[float]]:
+    """Each command's wall times in seconds, measured by hyperfine in one invocation."""
+    args = ["hyperfine", "-N", "--warmup", "2", "--runs", str(runs), "--export-json", str(out)]
+    for name, cmd in commands.items():
+        args += ["--command-name", name, cmd]
+    subprocess.run(args, check=True, stdout=sys.stderr)
+    return {r["command"]: r["times"] for r in json.loads(out.read_text())["results"]}
+
+
+def engine_seconds(results: Path) -> list[float]:
+    """Per bench run in ``results``: the engine's layout plus measured time."""
+    out = []
+    for summary in sorted(results.glob("bench-*/summary.json")):
+        workloads = json.loads(summary.read_text())["workloads"].values()
+        out.append(sum((w["layout_s"] or 0.0) + w["runtime_s"] for w in workloads))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=10, help="timed runs per command")
+    ap.add_argument("--json-out", type=Path, help="write the figures here as JSON")
+    args = ap.parse_args()
+    if shutil.which("hyperfine") is None:
+        sys.exit("hyperfine is not installed: apt-get install hyperfine")
+    iowatt = shutil.which("iowatt")
+    if iowatt is None:
+        sys.exit("iowatt is not installed: pip install .")
+    with tempfile.TemporaryDirectory(prefix="iowatt-startup-") as tmp:
+        root = Path(tmp)
+        build(root / "catalog", 100, 3)
+        target = root / "target"
+        target.mkdir()
+        res = {k: root / f"results-{k}" for k in ("report", "no-report")}
+        bench = f"{iowatt} {BENCH} --target {target}"
+        times = hyperfine(
+            {
+                "python": f"{sys.executable} -c pass",
+                "version": f"{iowatt} --version",
+                "runs": f"{iowatt} runs --results {root / 'catalog'}",
+                "report": f"{bench} --results {res['report']}",
+                "no-report": f"{bench} --results {res['no-report']} --no-report",
+            },
+            args.runs,
+            root / "hyperfine.json",
+        )
+        engine = {k: engine_seconds(v) for k, v in res.items()}
+    figures = {k: statistics.median(v) for k, v in times.items()}
+    for k in ("report", "no-report"):
+        # hyperfine's warm-up runs write runs too: pair the last N runs with the N timings.
+        spent = engine[k][-len(times[k]) :]
+        figures[f"{k} overhead"] = statistics.median(
+            t - e for t, e in zip(times[k], spent, strict=True)
+        )
+    rows = [["command", "median s", "goal s"]]
+    for name, value in figures.items():
+        goal = GOALS.get(name)
+        rows.append([name, fmt(value, 3), "" if goal is None else f"≤ {goal:g}"])
+    print("\n".join(render_table(rows, {1, 2})))
+    if args.json_out:
+        args.json_out.write_text(json.dumps({"times": times, "figures": figures}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""The Rust engines, as Python sees them: the only module that imports ``iowatt._core``.
+
+Each engine is a handle that runs on its own thread without the GIL: :class:`WorkloadRun` (the
+workload engine) and :class:`PowerSampler` (the power samplers). :func:`drive` is the one loop
+that starts handles, forwards their progress, stops them on Ctrl-C or when asked, and waits for
+them to end, so every verb (bench, sweep, and engines to come) stops the same way. Results are
+typed (:class:`WorkloadResult`); the engine's errors arrive as :mod:`iowatt.errors` exceptions,
+with the hints that name iowatt's options added here rather than in the bindings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypedDict, cast
+
+from iowatt import _core
+from iowatt.errors import IowattError, RunInterrupted, TargetError
+
+POLL_S = 0.1
+
+PERSONALITIES: tuple[str, ...] = tuple(_core.PERSONALITIES)
+
+# What a user can do about an engine error, by its kind (the bindings attach none: they do
+# not know iowatt's options).
+_HINTS = {
+    "unknown_personality": f"personalities are {', '.join(PERSONALITIES)}",
+    "direct_io_unsupported": "this file system has no O_DIRECT (tmpfs before Linux 6.6, ramfs, "
+    "some FUSE); pass --buffered to measure through the page cache",
+    "no_space": "free some space or use a smaller --filesize",
+    "uring": "io_uring may be disabled here (/proc/sys/kernel/io_uring_disabled); "
+    "use --engine psync",
+}
+
+
+def parse_size(text: str) -> int:
+    """``"4k"`` → 4096 (powers of 1024, FileBench style)."""
+    return _core.parse_size(text)
+
+
+def parse_duration_ns(text: str) -> int:
+    """``"1.5s"``, ``"2m"``, ``"500ms"`` → nanoseconds."""
+    return _core.parse_duration_ns(text)
+
+
+def ipmitool_command(source: Mapping[str, Any]) -> dict[str, Any]:
+    """The checked ipmitool command line for an IPMI source's options."""
+    return _core.ipmitool_command(json.dumps(source))
+
+
+class Progress(TypedDict):
+    phase: str  # "preparing" | "ramp" | "measuring" | "done"
+    prepared_bytes: int
+    prepare_total: int
+    ops: int
+    bytes: int
+    errors: int
+    measure_start_ns: int  # CLOCK_MONOTONIC
+    measure_end_ns: int
+
+
+class Histogram(TypedDict):
+    value_ns: list[int]  # each bucket's highest value
+    count: list[int]
+    min_ns: int
+    max_ns: int
+    mean_ns: float
+    stdev_ns: float
+    saturated: int
+
+
+class FlowopResult(Histogram):
+    name: str
+    kind: str  # FileBench's flowop type, e.g. "read", "appendfilerand"
+    io: bool  # counts in the whole-run I/O figures
+    ops: int
+    bytes: int
+    errors: int
+
+
+class Intervals(TypedDict):
+    """One entry per interval (one second by default), as columns."""
+
+    t_ns: list[int]
+    duration_ns: list[int]
+    ops: list[int]
+    bytes: list[int]
+    errors: list[int]
+    p50_ns: list[int]
+    p99_ns: list[int]
+    p999_ns: list[int]
+    max_ns: list[int]
+    slow_ns: list[int]  # the thresholds
+    slow_ops: list[list[int]]  # per interval, operations above each threshold
+
+
+class WorkloadResult(TypedDict):
+    name: str
+    status: str  # "complete" | "cancelled" | "failed"
+    reason: str | None
+    measure_start_ns: int
+    measured_ns: int
+    cpu_usr_ns: int
+    cpu_sys_ns: int
+    errors_by_kind: dict[str, int]
+    histogram: Histogram
+    flowops: list[FlowopResult]
+    intervals: Intervals
+
+
+class Handle(Protocol):
+    """What :func:`drive` needs of an engine run."""
+
+    def start(self) -> None: ...
+    def cancel(self) -> None: ...
+    def wait(self, timeout_s: float) -> bool: ...
+
+
+class WorkloadRun:
+    """One workload on the engine: build it, :func:`drive` it, then read its result."""
+
+    def __init__(self, run: _core.WorkloadRun) -> None:
+        self._run = run
+
+    @classmethod
+    def fileio(cls, spec: Mapping[str, Any]) -> WorkloadRun:
+        """A FileIO personality's parameters (``crates/iowatt-workload/src/personality.rs``)."""
+        return cls(_engine_call(lambda: _core.WorkloadRun(json.dumps(spec))))
+
+    @classmethod
+    def model(cls, model: Mapping[str, Any]) -> WorkloadRun:
+        """A whole workload model (files, filesets, threads, flowops), as ``iowatt.wml`` builds
+        from a ``.f`` file."""
+        return cls(_engine_call(lambda: _core.WorkloadRun.from_model(json.dumps(model))))
+
+    def model_dict(self) -> dict[str, Any]:
+        """The model the engine runs (recorded in the manifest)."""
+        return cast(dict[str, Any], json.loads(self._run.model_json()))
+
+    def start(self) -> None:
+        self._run.start()
+
+    def cancel(self) -> None:
+        self._run.cancel()
+
+    def wait(self, timeout_s: float) -> bool:
+        return self._run.wait(timeout_s)
+
+    def progress(self) -> Progress:
+        return cast(Progress, self._run.progress())
+
+    def result(self) -> WorkloadResult:
+        return cast(WorkloadResult, _engine_call(self._run.result))
+
+
+def drive(
+    handles: Sequence[Handle],
+    on_tick: Callable[[], None] | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+    poll_s: float = POLL_S,
+) -> None:
+    """Starts every handle and waits until all have ended, calling ``on_tick`` about every
+    ``poll_s``. When ``stop`` says so, on Ctrl-C or on any error the handles are cancelled and
+    waited for (an engine stops within one operation), so their results are always there to
+    read; the interrupt or error is raised again after."""
+    for h in handles:
+        h.start()
+    try:
+        while not all(h.wait(poll_s / len(handles)) for h in handles):
+            if on_tick is not None:
+                on_tick()
+            if stop is not None and stop():
+                break
+    finally:
+        for h in handles:
+            h.cancel()
+        for h in handles:
+            while not h.wait(poll_s):
+                pass
+
+
+def result_failure(result: WorkloadResult) -> IowattError:
+    """The error to raise for a workload that did not complete."""
+    if result["status"] == "cancelled":
+        return RunInterrupted("interrupted")
+    errors = result["errors_by_kind"]
+    no_space = "ENOSPC" in errors or "EDQUOT" in errors
+    return TargetError(
+        f"workload `{result['name']}` stopped: {result['reason']}",
+        "free some space or use a smaller --filesize"
+        if no_space
+        else "the failed operations are counted by kind in the run's summary.json",
+    )
+
+
+class PowerSampler:
+    """The power samplers of a set of sources (``iowatt.power.sources.recorder_config``)."""
+
+    def __init__(self, config_json: str) -> None:
+        self._rec = _engine_call(lambda: _core.PowerRecorder(config_json))
+
+    def channels(self) -> list[dict[str, Any]]:
+        """Each channel: source, channel, unit, scope, parent."""
+        return self._rec.channels()
+
+    def clock_anchor(self) -> tuple[int, int]:
+        return self._rec.clock_anchor()
+
+    def start(self) -> None:
+        self._rec.start()
+
+    def drain(self) -> dict[str, Any]:
+        """Samples since the last drain: ``mono_ns``, ``channel``, ``value``, ``events``."""
+        return self._rec.drain()
+
+    def stop(self) -> None:
+        self._rec.stop()
+
+    def stats(self) -> list[dict[str, Any]]:
+        return self._rec.stats()
+
+
+def _engine_call(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except IowattError as e:
+        if e.hint is None and e.kind in _HINTS:
+            e.hint = _HINTS[e.kind]
+        raise

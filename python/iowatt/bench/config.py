@@ -1,0 +1,141 @@
+"""What a bench run is made of: the user's options and the fully resolved configuration."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Protocol
+
+from iowatt._engine import Progress, WorkloadResult
+from iowatt.errors import ConfigError
+from iowatt.histogram import DEFAULT_SLOW_NS
+from iowatt.power.sources import DEFAULT_HZ, SourceSpec
+from iowatt.units import parse_duration, parse_thresholds
+from iowatt.wml import Program
+
+ENGINES = ("psync", "io_uring")
+
+
+@dataclass
+class Options:
+    """What the user typed for the workloads; ``None`` means "the workload's default"."""
+
+    iosize: str | None = None
+    filesize: str | None = None
+    nthreads: int | None = None
+    runtime: str | None = None
+    ramp: str | None = None
+    engine: str | None = None
+    iodepth: int | None = None
+    directio: bool | None = None
+    dsync: bool = False
+    rate: float | None = None
+    seed: int | None = None
+    slow: str | None = None
+    # NAME=VALUE variables for FileBench workload files.
+    sets: tuple[str, ...] = ()
+
+
+@dataclass
+class WorkloadConfig:
+    """One workload with every parameter resolved (recorded in the manifest as is)."""
+
+    name: str
+    personality: str
+    iosize: int
+    filesize: int
+    nthreads: int
+    directio: bool
+    dsync: bool
+    engine: str
+    iodepth: int
+    runtime_s: float
+    ramp_s: float
+    rate: float | None
+    seed: int
+    workingset: int = 0
+    # Each interval counts the operations above these latencies (ns).
+    slow_ns: list[int] = field(default_factory=lambda: list(DEFAULT_SLOW_NS))
+    # A FileBench workload file (absolute path) instead of a FileIO personality, the --set
+    # values given for it, and every variable's value once they were applied.
+    wml: str | None = None
+    overrides: dict[str, str] = field(default_factory=dict)
+    variables: dict[str, str] = field(default_factory=dict)
+    # The workload file as parsed when planning (not recorded: the manifest has its source).
+    program: Program | None = field(default=None, repr=False, compare=False)
+
+    def engine_spec(self, where: Path, device: bool) -> dict[str, Any]:
+        """The engine's FileIO parameters for this workload run in directory (or on device)
+        ``where``."""
+        spec = {**self.recorded(), "target": str(where), "device": device}
+        spec["runtime_ns"] = round(self.runtime_s * 1e9)
+        spec["ramp_ns"] = round(self.ramp_s * 1e9)
+        return spec
+
+    def recorded(self) -> dict[str, Any]:
+        """The parameters as the manifest records them."""
+        return {
+            f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name != "program"
+        }
+
+
+@dataclass
+class BenchConfig:
+    workloads: list[WorkloadConfig]
+    target: Path | None
+    results: Path
+    suite: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    seed: int = 0
+    destroy_data: bool = False
+    report: bool = True
+    power: list[SourceSpec] = field(default_factory=list)
+    power_hz: float = DEFAULT_HZ
+    idle_s: float = 0.0
+    # (CLOCK_REALTIME ns, CLOCK_MONOTONIC ns) at the start: maps meter logs onto the run later.
+    clock_anchor: tuple[int, int] | None = None
+    # Where the run sits in a campaign (name, plan fingerprint, env, rep, entry), if it does.
+    campaign: dict[str, Any] | None = None
+
+
+@dataclass
+class Outcome:
+    """What one workload produced: the engine's result and the summary computed from it."""
+
+    wl: WorkloadConfig
+    result: WorkloadResult
+    summary: dict[str, Any]
+    model: dict[str, Any]
+
+
+class Reporter(Protocol):
+    """Receives progress while a bench runs (the CLI draws bars; tests may record)."""
+
+    def workload_started(self, wl: WorkloadConfig) -> None: ...
+    def update(self, wl: WorkloadConfig, progress: Progress) -> None: ...
+    def workload_finished(self, wl: WorkloadConfig, summary: dict[str, Any]) -> None: ...
+
+
+class SilentReporter:
+    def workload_started(self, wl: WorkloadConfig) -> None:
+        pass
+
+    def update(self, wl: WorkloadConfig, progress: Progress) -> None:
+        pass
+
+    def workload_finished(self, wl: WorkloadConfig, summary: dict[str, Any]) -> None:
+        pass
+
+
+def resolve_common(opts: Options, default_runtime: str) -> dict[str, Any]:
+    """The timing every kind of workload takes from the command line."""
+    runtime = opts.runtime or default_runtime
+    runtime_s = parse_duration(runtime, "--runtime")
+    if runtime_s <= 0:
+        raise ConfigError(f"--runtime `{runtime}` must be longer than zero", "e.g. --runtime 30s")
+    return {
+        "runtime_s": runtime_s,
+        "ramp_s": parse_duration(opts.ramp or 0, "--ramp"),
+        "slow_ns": parse_thresholds(opts.slow) if opts.slow else list(DEFAULT_SLOW_NS),
+    }

@@ -1,0 +1,189 @@
+"""Running a planned bench: prepare the target, run each workload on the engine, commit the run.
+
+The run is written whatever happens — finished, stopped by Ctrl-C or SIGTERM, or failed — and
+only then is the error that stopped it raised again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from iowatt._engine import WorkloadRun, drive, result_failure
+from iowatt.bench import filemacro
+from iowatt.bench.config import BenchConfig, Outcome, Reporter, SilentReporter, WorkloadConfig
+from iowatt.bench.power import BenchPower
+from iowatt.bench.summary import workload_summary
+from iowatt.bench.write import write_run
+from iowatt.errors import ConfigError, IowattError, RunInterrupted, TargetError
+from iowatt.hostinfo import host_facts
+from iowatt.store import RunWriter, new_run_id
+from iowatt.target import (
+    check_block_target,
+    check_dir_target,
+    check_free_space,
+    device_size,
+    supports_odirect,
+)
+from iowatt.warnings import Kind, RunWarning, WarningSink
+
+
+def run(
+    config: BenchConfig, reporter: Reporter | None = None, sink: WarningSink | None = None
+) -> Path:
+    """Runs every workload and commits the run; returns its directory.
+
+    Warnings go to ``sink`` (by default printed on stderr) and into the run's events. The run
+    is written whatever happens. After it is written, an error that stopped it is raised again
+    (an interrupted run raises :class:`RunInterrupted`).
+    """
+    reporter = reporter or SilentReporter()
+    sink = sink or WarningSink()
+    config.results.mkdir(parents=True, exist_ok=True)
+    run_id = new_run_id("bench")
+    writer = RunWriter(config.results, run_id)
+    started_ns = time.time_ns()
+    config.clock_anchor = (started_ns, time.monotonic_ns())
+    outcomes: list[Outcome] = []
+    failure: IowattError | None = None
+    target, scratch = _target_dir(config.target)
+    workdir: Path | None = None
+    host: dict[str, Any] = {}
+    device = False
+    power = BenchPower(config)
+    try:
+        device = _check_target(config, target)
+        host = host_facts(target)
+        _warn_about(config, host, sink)
+        power.start()
+        if not device:
+            workdir = target / f"iowatt-{run_id}"
+            workdir.mkdir()
+        for wl in config.workloads:
+            where = workdir or target
+            if wl.wml and workdir is not None:
+                # Each workload file lays out its own filesets, often under the same names.
+                where = workdir / wl.name
+                where.mkdir()
+            outcome = _run_workload(wl, where, device, reporter, power.drain)
+            if where != workdir and where != target:
+                shutil.rmtree(where, ignore_errors=True)  # room for the next one
+            outcomes.append(outcome)
+            if outcome.result["status"] != "complete":
+                failure = result_failure(outcome.result)
+                break
+    except KeyboardInterrupt:
+        failure = RunInterrupted("interrupted")
+    except IowattError as e:
+        failure = e
+    finally:
+        power.stop()
+        # iowatt deletes only what it created: its own work directory (or temp target).
+        for path in (workdir, scratch):
+            if path is not None:
+                shutil.rmtree(path, ignore_errors=True)
+    run_dir = write_run(writer, config, outcomes, failure, host, started_ns, device, power, sink)
+    if failure is not None:
+        raise failure
+    return run_dir
+
+
+def _target_dir(target: Path | None) -> tuple[Path, Path | None]:
+    if target is not None:
+        return target, None
+    scratch = Path(tempfile.mkdtemp(prefix="iowatt-bench-"))
+    return scratch, scratch
+
+
+def _check_target(config: BenchConfig, target: Path) -> bool:
+    """Checks the target and returns whether it is a block device."""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = 0
+    if stat.S_ISBLK(mode):
+        if any(wl.wml for wl in config.workloads):
+            raise TargetError(
+                f"FileBench workload files need a directory, and `{target}` is a block device",
+                "mount a file system on it and pass the mount point as --target",
+            )
+        check_block_target(target, config.destroy_data)
+        size = device_size(target)
+        for wl in config.workloads:
+            if wl.filesize > size:
+                raise ConfigError(
+                    f"--filesize `{wl.filesize}` is larger than `{target}` ({size} bytes)",
+                    "use a smaller --filesize",
+                )
+        return True
+    check_dir_target(target)
+    for wl in config.workloads:
+        if wl.wml:
+            filemacro.check_space(wl, target)
+    check_free_space(target, max(_bytes_needed(wl) for wl in config.workloads))
+    if any(wl.directio for wl in config.workloads) and not supports_odirect(target):
+        raise TargetError(
+            f"O_DIRECT is not supported on `{target}`",
+            "this file system has no direct I/O (ramfs, some FUSE); pass --buffered",
+        )
+    return False
+
+
+def _bytes_needed(wl: WorkloadConfig) -> int:
+    """Space laid out before the clock starts (sequential writes grow from empty files)."""
+    if wl.wml:
+        return 0  # checked per fileset by filemacro.check_space
+    if wl.personality.endswith("streamwrite"):
+        return 0
+    return wl.filesize * (5 if wl.personality.startswith("multistream") else 1)
+
+
+def _warn_about(config: BenchConfig, host: dict[str, Any], sink: WarningSink) -> None:
+    fs = (host.get("target") or {}).get("fs_type")
+    if fs in ("tmpfs", "ramfs"):
+        sink.warn(
+            RunWarning(
+                Kind.TMPFS_TARGET,
+                f"the target is on {fs}: results measure memory, not a storage device",
+            )
+        )
+    for wl in config.workloads:
+        if wl.wml:
+            sink.extend(filemacro.warnings(wl))
+
+
+def _run_workload(
+    wl: WorkloadConfig,
+    where: Path,
+    device: bool,
+    reporter: Reporter,
+    tick: Callable[[], None],
+) -> Outcome:
+    if wl.wml:
+        engine = WorkloadRun.model(filemacro.model(wl, where))
+    else:
+        engine = WorkloadRun.fileio(wl.engine_spec(where, device))
+    reporter.workload_started(wl)
+
+    def on_tick() -> None:
+        reporter.update(wl, engine.progress())
+        tick()
+
+    started = time.monotonic_ns()
+    with contextlib.suppress(KeyboardInterrupt):  # the engine stopped: its result says so
+        drive([engine], on_tick)
+    result = engine.result()
+    summary = workload_summary(result)
+    # Laying out files and filesets happens before the clock starts: how long it took.
+    measured_from = result["measure_start_ns"]
+    summary["layout_s"] = (measured_from - started) / 1e9 if measured_from > started else None
+    outcome = Outcome(wl, result, summary, engine.model_dict())
+    reporter.workload_finished(wl, outcome.summary)
+    return outcome

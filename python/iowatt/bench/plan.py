@@ -1,0 +1,178 @@
+"""From what a user asked for to a :class:`BenchConfig` with every value resolved and checked.
+
+Everything a run needs is validated here — workloads, timing, power sources, the idle baseline
+— so ``run(plan(...))`` from a notebook gets the same checks as ``iowatt bench``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from iowatt.bench import filemacro
+from iowatt.bench.config import ENGINES, BenchConfig, Options, WorkloadConfig, resolve_common
+from iowatt.bench.fileio import (
+    DEFAULT_RUNTIME,
+    PERSONALITIES,
+    PERSONALITY_DEFAULTS,
+    QUICK_DEFAULTS,
+    SUITE_DEFAULTS,
+    SUITE_ENTRIES,
+    SUITES,
+    SuiteEntry,
+)
+from iowatt.errors import ConfigError
+from iowatt.power.sources import DEFAULT_HZ, parse_source
+from iowatt.units import parse_duration, parse_size
+
+
+def plan(
+    what: str | None,
+    opts: Options,
+    *,
+    suite: str | None = None,
+    target: Path | None = None,
+    results: Path,
+    labels: dict[str, str] | None = None,
+    destroy_data: bool = False,
+    power: Sequence[str] = (),
+    power_hz: float = DEFAULT_HZ,
+    idle: str | None = None,
+    report: bool = True,
+) -> BenchConfig:
+    """Resolves a personality, a suite workload, a FileBench workload file (``.f``) or a whole
+    suite into a BenchConfig.
+
+    With neither ``what`` nor ``suite``, runs the quick FileIO suite (2 s per workload, 64 MiB).
+    ``power`` names power sources as ``--power`` does (``rapl``, ``meter:path=…``), sampled
+    ``power_hz`` times a second; ``idle`` measures idle power that long first (needs ``power``).
+    """
+    seed = opts.seed if opts.seed is not None else secrets.randbits(32)
+    if what and suite:
+        raise ConfigError(
+            f"give a workload `{what}` or --suite `{suite}`, not both",
+            "drop one of them",
+        )
+    wml = suite == filemacro.SUITE or (what is not None and filemacro.is_wml(what))
+    if opts.sets and not wml:
+        raise ConfigError(
+            "--set applies to FileBench workload files",
+            "e.g. iowatt bench fileserver.f --set nthreads=8, or --suite filemacro",
+        )
+    if suite == filemacro.SUITE:
+        workloads = filemacro.plan_suite(opts, seed)
+    elif what is not None and wml:
+        workloads = [filemacro.plan_file(Path(what), opts, seed)]
+    elif what is None:
+        name = suite or "fileio"
+        if name not in SUITES:
+            known = ", ".join((*SUITES, filemacro.SUITE))
+            raise ConfigError(f"unknown suite `{name}`", f"suites are: {known}")
+        defaults: dict[str, Any] = SUITE_DEFAULTS if suite else QUICK_DEFAULTS
+        workloads = [_from_entry(e, opts, defaults, seed) for e in SUITES[name]]
+        suite = name
+    elif what in SUITE_ENTRIES:
+        workloads = [_from_entry(SUITE_ENTRIES[what], opts, SUITE_DEFAULTS, seed)]
+    elif what in PERSONALITIES:
+        workloads = [_from_personality(what, opts, seed)]
+    else:
+        known = ", ".join((*PERSONALITIES, *SUITE_ENTRIES))
+        raise ConfigError(
+            f"unknown personality `{what}`",
+            f"choose one of: {known}; or give a FileBench workload file (.f)",
+        )
+    if idle and not power:
+        raise ConfigError("--idle needs --power", "e.g. --power rapl --idle 30s")
+    if not power_hz > 0:
+        raise ConfigError(f"--power-hz `{power_hz}` must be positive", "e.g. --power-hz 10")
+    return BenchConfig(
+        workloads=workloads,
+        target=target,
+        results=results,
+        suite=suite,
+        labels=labels or {},
+        seed=seed,
+        destroy_data=destroy_data,
+        report=report,
+        power=[parse_source(s) for s in power],
+        power_hz=power_hz,
+        idle_s=parse_duration(idle, "--idle") if idle else 0.0,
+    )
+
+
+def _from_entry(
+    e: SuiteEntry, opts: Options, defaults: dict[str, Any], seed: int
+) -> WorkloadConfig:
+    nthreads = e.nthreads if e.nthreads == 1 else opts.nthreads or defaults.get("nthreads")
+    return _resolve(
+        e.name,
+        e.personality,
+        opts,
+        iosize=opts.iosize or e.iosize,
+        filesize=opts.filesize or defaults["filesize"],
+        nthreads=nthreads or e.nthreads,
+        runtime=opts.runtime or defaults["runtime"],
+        directio=e.directio if opts.directio is None else opts.directio,
+        seed=seed,
+    )
+
+
+def _from_personality(personality: str, opts: Options, seed: int) -> WorkloadConfig:
+    d = PERSONALITY_DEFAULTS[personality]
+    return _resolve(
+        personality,
+        personality,
+        opts,
+        iosize=opts.iosize or d["iosize"],
+        filesize=opts.filesize or d["filesize"],
+        nthreads=opts.nthreads or 1,
+        runtime=opts.runtime or DEFAULT_RUNTIME,
+        directio=bool(opts.directio),
+        seed=seed,
+    )
+
+
+def _resolve(
+    name: str,
+    personality: str,
+    opts: Options,
+    *,
+    iosize: str,
+    filesize: str,
+    nthreads: int,
+    runtime: str,
+    directio: bool,
+    seed: int,
+) -> WorkloadConfig:
+    engine = (opts.engine or "psync").replace("-", "_")
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine `{opts.engine}`", f"engines are: {', '.join(ENGINES)}")
+    iodepth = opts.iodepth or (32 if engine == "io_uring" else 1)
+    if engine == "psync" and iodepth != 1:
+        raise ConfigError(
+            f"--iodepth `{iodepth}` needs an asynchronous engine",
+            "psync keeps one operation in flight per thread; add --engine io_uring",
+        )
+    if iodepth < 1 or nthreads < 1:
+        raise ConfigError("--iodepth and --nthreads must be at least 1", "e.g. --nthreads 4")
+    if opts.rate is not None and opts.rate <= 0:
+        raise ConfigError(f"--rate `{opts.rate}` must be positive", "e.g. --rate 5000 (ops/s)")
+    wl = WorkloadConfig(
+        name=name,
+        personality=personality,
+        iosize=parse_size(iosize, "--iosize"),
+        filesize=parse_size(filesize, "--filesize"),
+        nthreads=nthreads,
+        directio=directio,
+        dsync=opts.dsync,
+        engine=engine,
+        iodepth=iodepth,
+        rate=opts.rate,
+        seed=seed,
+        **resolve_common(opts, default_runtime=runtime),
+    )
+    if wl.iosize <= 0:
+        raise ConfigError(f"--iosize `{iosize}` must be at least one byte", "e.g. --iosize 4k")
+    return wl

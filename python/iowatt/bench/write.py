@@ -1,0 +1,95 @@
+"""Committing a bench run: its manifest, summary (with a fio-shaped section), Parquet tables
+and, when asked, its report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from iowatt import __version__
+from iowatt.bench.config import BenchConfig, Outcome
+from iowatt.bench.power import BenchPower
+from iowatt.bench.summary import fio_job, interval_table, latency_table
+from iowatt.errors import IowattError
+from iowatt.power.record import write_power_files
+from iowatt.power.summary import warnings as power_warnings
+from iowatt.store import RunWriter, event_table, index_run
+from iowatt.warnings import WarningSink
+
+
+def write_run(
+    writer: RunWriter,
+    config: BenchConfig,
+    outcomes: list[Outcome],
+    failure: IowattError | None,
+    host: dict[str, Any],
+    started_ns: int,
+    device: bool,
+    power: BenchPower,
+    sink: WarningSink,
+) -> Path:
+    results = [o.result for o in outcomes]
+    models = {o.wl.name: o.model for o in outcomes}
+    summaries = {o.wl.name: o.summary for o in outcomes}
+    status = "complete" if failure is None else "incomplete"
+    manifest = {
+        "run_id": writer.run_id,
+        "kind": "bench",
+        "status": status,
+        "reason": None if failure is None else failure.message,
+        "iowatt_version": __version__,
+        "started_ns": started_ns,
+        "ended_ns": time.time_ns(),
+        "clock_anchor": config.clock_anchor,
+        "seed": config.seed,
+        "labels": config.labels,
+        "config": {
+            "target": str(config.target) if config.target else None,
+            "device": device,
+            "suite": config.suite,
+            "campaign": config.campaign,
+            # Each workload's parameters and, once it ran, the model the engine built from them.
+            "workloads": [
+                {**wl.recorded(), "model": models.get(wl.name)} for wl in config.workloads
+            ],
+            "power": {
+                "sources": [s.describe() for s in config.power],
+                "hz": config.power_hz,
+                "idle_s": config.idle_s,
+            }
+            if config.power
+            else None,
+        },
+        "host": host,
+    }
+    fio = {
+        "fio version": f"iowatt-{__version__}",
+        "timestamp": started_ns // 1_000_000_000,
+        "jobs": [fio_job(o.wl.name, o.wl.personality, o.summary, o.result) for o in outcomes],
+    }
+    summary: dict[str, Any] = {
+        "run_id": writer.run_id,
+        "status": status,
+        "workloads": summaries,
+        "fio": fio,
+    }
+    power_summary = power.summary(outcomes)
+    if power_summary is not None:
+        summary["power"] = power_summary
+        sink.extend(power_warnings(power_summary))
+    writer.write_json("manifest.json", manifest)
+    writer.write_json("summary.json", summary)
+    writer.write_table("intervals.parquet", interval_table(writer.run_id, results))
+    writer.write_table("latency.parquet", latency_table(writer.run_id, results))
+    if power.data is not None:
+        write_power_files(writer, power.data, power.t0, sink.events())
+    elif sink.recorded:
+        writer.write_table("events.parquet", event_table(writer.run_id, power.t0, sink.events()))
+    run_dir = writer.commit()
+    index_run(config.results, run_dir)
+    if config.report and outcomes:
+        from iowatt.report import write_report  # matplotlib is slow to import; only when needed
+
+        write_report([run_dir], run_dir / "report.html")
+    return run_dir
