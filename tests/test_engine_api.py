@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
+import pytest
+
 from iowatt._engine import WorkloadRun
-from iowatt.bench import Options, plan
+from iowatt.bench import Options, filemacro, plan, run
+from iowatt.errors import ConfigError
+from iowatt.wml import builtin_path
 
 
 def test_progress_is_visible_and_python_keeps_running_during_a_run(tmp_path):
@@ -34,3 +39,33 @@ def test_progress_is_visible_and_python_keeps_running_during_a_run(tmp_path):
     result = run.result()
     assert result["status"] == "complete"
     assert sum(f["ops"] for f in result["flowops"]) > 0
+
+
+def test_plan_checks_every_option_a_notebook_passes(tmp_path):
+    with pytest.raises(ConfigError, match="--idle needs --power"):
+        plan("randomread", Options(), results=tmp_path, idle="5s")
+    with pytest.raises(ConfigError, match="unknown power source `nope`"):
+        plan("randomread", Options(), results=tmp_path, power=["nope"])
+    config = plan("randomread", Options(), results=tmp_path, power=["rapl"], idle="2s",
+                  report=False)  # fmt: skip
+    assert (config.power[0].kind, config.idle_s, config.report) == ("rapl", 2.0, False)
+
+
+def test_a_workload_file_is_parsed_once_per_run(tmp_path, monkeypatch):
+    calls = []
+    real = filemacro.parse_file
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(filemacro, "parse_file", counting)
+    source = builtin_path("varmail")
+    config = plan(str(source), Options(runtime="1s", sets=("nfiles=50",)), results=tmp_path,
+                  target=tmp_path / "t", report=False)  # fmt: skip
+    (tmp_path / "t").mkdir()
+    run_dir = run(config)
+    assert calls == [source]
+    (wl,) = json.loads((run_dir / "manifest.json").read_text())["config"]["workloads"]
+    # The filesets were moved from the planning stand-in into the run's work directory.
+    assert all(fs["path"].startswith(str(tmp_path / "t")) for fs in wl["model"]["filesets"])
