@@ -47,10 +47,15 @@ def hyperfine(commands: dict[str, str], runs: int, out: Path) -> dict[str, list[
 
 
 def engine_seconds(results: Path) -> list[float]:
-    """Per bench run in ``results``: the engine's layout plus measured time."""
+    """Per bench run in ``results``, in the order they ran: the engine's layout plus measured
+    time."""
+    runs = sorted(
+        (json.loads((d / "manifest.json").read_text())["started_ns"], d)
+        for d in results.glob("*-bench-*")
+    )
     out = []
-    for summary in sorted(results.glob("bench-*/summary.json")):
-        workloads = json.loads(summary.read_text())["workloads"].values()
+    for _, run_dir in runs:
+        workloads = json.loads((run_dir / "summary.json").read_text())["workloads"].values()
         out.append(sum((w["layout_s"] or 0.0) + w["runtime_s"] for w in workloads))
     return out
 

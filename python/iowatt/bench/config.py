@@ -5,14 +5,16 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from iowatt._engine import Progress, WorkloadResult
 from iowatt.errors import ConfigError
 from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.units import parse_duration, parse_thresholds
-from iowatt.wml import Program
+
+if TYPE_CHECKING:
+    from iowatt.wml import Program
 
 ENGINES = ("psync", "io_uring")
 

@@ -11,9 +11,8 @@ from iowatt.bench import Options, plan, run
 from iowatt.bench.config import BenchConfig, Reporter, SilentReporter
 from iowatt.bench.fileio import PERSONALITIES, SUITES
 from iowatt.bench.filemacro import SUITE, messages
-from iowatt.cli.power import SOURCE_HELP
 from iowatt.cli.progress import RichReporter
-from iowatt.power.sources import DEFAULT_HZ
+from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
 from iowatt.store import parse_filters, read_summary, results_dir
 
 HELP = f"""Run FileBench FileIO workloads and store the run.

@@ -14,14 +14,9 @@ from rich.table import Table
 from iowatt.errors import ConfigError
 from iowatt.power import record as power_record
 from iowatt.power.merge import import_logs
-from iowatt.power.sources import DEFAULT_HZ, parse_source
+from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP, parse_source
 from iowatt.store import parse_filters, resolve_run, results_dir
 from iowatt.units import format_duration, format_joules, format_watts, parse_duration
-
-SOURCE_HELP = (
-    "A power source, repeatable: rapl, hwmon, ipmi[:host=H,interface=lanplus,user=U,"
-    "password-env=VAR], meter:path=LOG[,map=MAP.toml], cmd:command=CMD. Options: name=, hz=."
-)
 
 
 @click.group()

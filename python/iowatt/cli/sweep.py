@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from iowatt.cli.power import SOURCE_HELP
+from iowatt.power.sources import SOURCE_HELP
 from iowatt.store import parse_filters, read_summary, results_dir
 from iowatt.sweep.plan import DRIVERS, Request, plan
 from iowatt.sweep.stimulus import KINDS, ORDERS

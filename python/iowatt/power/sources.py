@@ -16,6 +16,11 @@ from typing import Any
 from iowatt.errors import ConfigError
 
 DEFAULT_HZ = 10.0
+# The help of every option that takes a source.
+SOURCE_HELP = (
+    "A power source, repeatable: rapl, hwmon, ipmi[:host=H,interface=lanplus,user=U,"
+    "password-env=VAR], meter:path=LOG[,map=MAP.toml], cmd:command=CMD. Options: name=, hz=."
+)
 
 # Options each kind takes on the command line (dashes or underscores), beside name= and hz=.
 _OPTIONS: dict[str, tuple[str, ...]] = {
