@@ -11,13 +11,14 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 import chromium
 from iowatt.compare.latent import analyse_series
 from iowatt.compare.tails import (
     DEFAULT_THRESHOLDS_NS,
     interval_relation,
+    mean_ranks,
     share_above,
     spearman,
 )
@@ -332,3 +333,12 @@ def test_series_at_equilibrium_says_nothing_was_detected(tmp_path: Path) -> None
     assert section is not None
     assert '<ul class="findings">' not in section[1]
     assert "no trend, oscillation or carry-over detected (10 runs)" in section[1]
+
+
+def test_mean_ranks_give_ties_their_mean_rank_as_scipy_does() -> None:
+    assert mean_ranks([10.0, 20.0, 20.0, 5.0]).tolist() == [2.0, 3.5, 3.5, 1.0]
+    assert mean_ranks([7, 7, 7]).tolist() == [2.0, 2.0, 2.0]
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        sample = rng.integers(0, 6, size=int(rng.integers(1, 40)))
+        assert np.array_equal(mean_ranks(sample), rankdata(sample))
