@@ -11,6 +11,7 @@ from iowatt.bench import Options, plan, run
 from iowatt.bench.config import BenchConfig, Reporter, SilentReporter
 from iowatt.bench.fileio import PERSONALITIES, SUITES
 from iowatt.bench.filemacro import SUITE, messages
+from iowatt.cli.comparison import show_comparison
 from iowatt.cli.progress import RichReporter
 from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
 from iowatt.store import parse_filters, read_summary, results_dir
@@ -109,13 +110,7 @@ def bench(
 
 def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool) -> None:
     """The quick form of a campaign: one environment, N runs, then the series' statistics."""
-    # The comparison stack (scipy) loads only for a series.
     from iowatt import campaign
-    from iowatt.compare.data import Filters, load_rows
-    from iowatt.compare.render import render
-    from iowatt.compare.table import Settings, compare, comparison_warnings
-    from iowatt.histogram import DEFAULT_SLOW_NS
-    from iowatt.warnings import WarningSink
 
     bars: list[RichReporter] = []
 
@@ -133,8 +128,4 @@ def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool) -> None
     finally:
         for b in bars:
             b.close()
-    rows = load_rows(config.results, Filters({"series": series}), "series", DEFAULT_SLOW_NS)
-    comparison = compare(rows, Settings(by="series"))
-    click.echo(render(comparison, rows, "json" if as_json else "text", "long"), nl=False)
-    if not as_json:
-        WarningSink().extend(comparison_warnings(comparison))
+    show_comparison(config.results, {"series": series}, "series", fmt="json" if as_json else "text")

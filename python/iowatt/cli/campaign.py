@@ -9,14 +9,10 @@ import click
 from iowatt import campaign as campaign_lib
 from iowatt.bench.config import Reporter, SilentReporter
 from iowatt.campaign import Campaign, PlannedRun
+from iowatt.cli.comparison import show_comparison
 from iowatt.cli.progress import RichReporter
-from iowatt.compare.data import Filters, load_rows
-from iowatt.compare.render import render
-from iowatt.compare.table import Settings, compare, comparison_warnings
-from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.store import read_summary, results_dir
 from iowatt.units import format_ns, format_rate
-from iowatt.warnings import WarningSink
 
 
 class LineReporter:
@@ -105,7 +101,4 @@ def campaign_cmd(
 
         out = write_report(run_dirs, where / f"campaign-{campaign.name}.html")
         click.echo(f"report: {out}", err=True)
-    rows = load_rows(where, Filters({"campaign": campaign.name}), "env", DEFAULT_SLOW_NS)
-    comparison = compare(rows, Settings(control=campaign.envs[0].name))
-    click.echo(render(comparison, rows, "text", "long"), nl=False)
-    WarningSink().extend(comparison_warnings(comparison))
+    show_comparison(where, {"campaign": campaign.name}, "env", control=campaign.envs[0].name)

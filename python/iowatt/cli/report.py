@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from iowatt.errors import ConfigError
-from iowatt.report import write_report
 from iowatt.store import list_runs, parse_filters, resolve_run, results_dir
 
 
@@ -35,4 +34,6 @@ def report(
         run_dirs += [Path(r["path"]) for r in reversed(matching)]
     run_dirs = list(dict.fromkeys(run_dirs))
     out = output or (run_dirs[0] / "report.html" if len(run_dirs) == 1 else Path("report.html"))
+    from iowatt.report import write_report  # matplotlib: only when a report is written
+
     click.echo(write_report(run_dirs, out))

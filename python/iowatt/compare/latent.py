@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from iowatt.compare.stats import Floats, as_sample
+from iowatt.compare.tails import mean_ranks
 
 KINDS = ("trend", "oscillation", "carry-over")
 
@@ -69,6 +69,8 @@ def mann_kendall(x: ArrayLike) -> tuple[float, float]:
         return math.nan, math.nan
     if np.ptp(a) == 0:
         return 0.0, 1.0
+    from scipy import stats  # ~0.5 s to import: only when a series is analysed
+
     result = stats.kendalltau(np.arange(a.size), a)
     return float(result.statistic), float(result.pvalue)
 
@@ -102,7 +104,7 @@ def change_point(
     a = as_sample(x)
     if a.size < 2:
         return 0, math.nan
-    ranks = stats.rankdata(a)
+    ranks = mean_ranks(a)
     u = _pettitt_u(ranks[np.newaxis, :])[0]
     shuffled, exact = _orderings(ranks, permutations, rng)
     null = np.max(np.abs(_pettitt_u(shuffled)), axis=1)
@@ -125,7 +127,7 @@ def carry_over(
     if a.size < 3:
         return 0, math.nan
     toward = float(np.sign(previous - np.median(a)))
-    centred = toward * (stats.rankdata(a) - (a.size + 1) / 2.0)
+    centred = toward * (mean_ranks(a) - (a.size + 1) / 2.0)
     weights = 0.5 ** np.arange(a.size)
     shuffled, exact = _orderings(centred, permutations, rng)
     p = _p(shuffled @ weights, float(centred @ weights), exact)
@@ -180,6 +182,8 @@ def _trend(x: Floats, runs: tuple[int, ...], env: str, metric: str, alpha: float
     level = float(np.median(y))
     # Sen's slope costs O(n²): only worth it for a trend that can still be reported.
     if level != 0 and p < alpha:
+        from scipy import stats
+
         slope = float(stats.theilslopes(y).slope) / abs(level)
         size = f" by {abs(100 * slope):.1f}% per run"
     message = (

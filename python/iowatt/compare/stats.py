@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from numpy.typing import ArrayLike
-from scipy import stats
 
 TESTS = ("mann-whitney", "permutation")
 
@@ -168,6 +167,8 @@ def _p_value(a: Floats, c: Floats, test: str, resamples: int, rng: np.random.Gen
         # divide by a zero variance here, so answer directly.
         return 1.0
     if test == "mann-whitney":
+        from scipy import stats  # ~0.5 s to import: only when a test is computed
+
         return float(stats.mannwhitneyu(a, c, alternative="two-sided", method="auto").pvalue)
     return _permutation_p(pooled, a.size, resamples, rng)
 
