@@ -84,7 +84,7 @@ def _windows(
         marks = {e["message"]: e["mono_ns"] for e in _phase_marks(run_dir)}
         idle = Window(marks["idle"], marks["work"]) if "idle" in marks else None
         return Window(marks["work"], marks["end"]), idle, None
-    table = pq.read_table(run_dir / "intervals.parquet")
+    table = pq.ParquetFile(run_dir / "intervals.parquet").read()
     workloads = {}
     for name, w in summary.get("workloads", {}).items():
         rows = table.filter(pc.equal(table["workload"], name))
@@ -102,7 +102,7 @@ def _windows(
 
 
 def _phase_marks(run_dir: Path) -> list[dict[str, Any]]:
-    events = pq.read_table(run_dir / "events.parquet").to_pylist()
+    events = pq.ParquetFile(run_dir / "events.parquet").read().to_pylist()
     return [e for e in events if e["kind"] == "phase"]
 
 
@@ -126,7 +126,7 @@ def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
 def _append_table(path: Path, table: pa.Table) -> None:
     if path.exists():
-        table = pa.concat_tables([pq.read_table(path), table])
+        table = pa.concat_tables([pq.ParquetFile(path).read(), table])
     tmp = path.with_suffix(".tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
