@@ -204,3 +204,23 @@ def test_filesets_larger_than_the_free_space_are_refused_before_anything_is_crea
                 if text.startswith("define fileset"))  # fmt: skip
     assert_user_error(r, f"fileserver.f:{line}:", "bigfileset", "available")
     assert list(small.iterdir()) == []
+
+
+def test_the_fio_section_puts_a_mixed_workloads_reads_and_writes_apart(capsys, tmp_path):
+    target, results = tmp_path / "t", tmp_path / "r"
+    target.mkdir()
+    r = iowatt(capsys, "bench", builtin_path("varmail"), "--runtime", "1s", "--set",
+               "nfiles=200", "--target", target, "--results", results, "--quiet",
+               "--no-report")  # fmt: skip
+    assert r.code == 0, r.err
+    s = summary(runs_in(results)[0])
+    flowops = s["workloads"]["varmail"]["flowops"].values()
+    (job,) = s["fio"]["jobs"]
+    for direction, kinds in (("read", {"readwholefile"}), ("write", {"appendfilerand"})):
+        ops = sum(f["ops"] for f in flowops if f["kind"] in kinds)
+        assert ops > 0 and job[direction]["total_ios"] == ops, direction
+        assert job[direction]["io_bytes"] == sum(f["bytes"] for f in flowops if f["kind"] in kinds)
+        assert job[direction]["clat_ns"]["N"] == ops
+    # Opens, closes, creates, deletes and fsyncs are neither.
+    io = s["workloads"]["varmail"]["ops"]
+    assert job["read"]["total_ios"] + job["write"]["total_ios"] < io

@@ -90,24 +90,51 @@ def _fio_lat(hist: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-_IDLE = {"bytes": 0, "runtime_s": 0.0, "ops_s": 0.0, "ops": 0}
-_EMPTY_HIST = {
-    "value_ns": [], "count": [], "min_ns": 0, "max_ns": 0, "mean_ns": 0.0, "stdev_ns": 0.0
-}  # fmt: skip
+# fio's two data directions, by the engine's flowop kinds (FileBench's names). Metadata
+# operations (open, create, stat, fsync, directories, …) have no place in fio's document.
+READS = ("read", "readwholefile")
+WRITES = ("write", "writewholefile", "appendfile", "appendfilerand", "aiowrite")
 
 
-def _fio_dir(summary: Mapping[str, Any], hist: Mapping[str, Any]) -> dict[str, Any]:
-    """fio's ``read`` or ``write`` object; a direction the job did not use is all zeros."""
-    secs = summary["runtime_s"]
-    bw_bytes = summary["bytes"] / secs if secs else 0
-    lat = _fio_lat(hist)
+def merged_histogram(flowops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One histogram of several flowops' (their buckets share the engine's bucket values)."""
+    counts: dict[int, int] = {}
+    for f in flowops:
+        for v, c in zip(f["value_ns"], f["count"], strict=True):
+            counts[v] = counts.get(v, 0) + c
+    used = [f for f in flowops if sum(f["count"])]
+    n = sum(sum(f["count"]) for f in used)
+    mean = sum(f["mean_ns"] * sum(f["count"]) for f in used) / n if n else 0.0
+    # Pooled: each part's own spread plus how far its mean is from the whole mean.
+    var = (
+        sum(sum(f["count"]) * (f["stdev_ns"] ** 2 + (f["mean_ns"] - mean) ** 2) for f in used) / n
+        if n
+        else 0.0
+    )
     return {
-        "io_bytes": summary["bytes"],
+        "value_ns": sorted(counts),
+        "count": [counts[v] for v in sorted(counts)],
+        "min_ns": min((f["min_ns"] for f in used), default=0),
+        "max_ns": max((f["max_ns"] for f in used), default=0),
+        "mean_ns": mean,
+        "stdev_ns": var**0.5,
+    }
+
+
+def _fio_dir(flowops: Sequence[Mapping[str, Any]], secs: float) -> dict[str, Any]:
+    """fio's ``read`` or ``write`` object from the flowops of that direction; a direction the
+    job did not use is all zeros."""
+    ops = sum(f["ops"] for f in flowops)
+    nbytes = sum(f["bytes"] for f in flowops)
+    bw_bytes = nbytes / secs if secs else 0
+    lat = _fio_lat(merged_histogram(flowops))
+    return {
+        "io_bytes": nbytes,
         "bw_bytes": round(bw_bytes),
         "bw": round(bw_bytes / 1024),
-        "iops": summary["ops_s"],
+        "iops": ops / secs if secs else 0.0,
         "runtime": round(secs * 1000),
-        "total_ios": summary["ops"],
+        "total_ios": ops,
         "short_ios": 0,
         "drop_ios": 0,
         "clat_ns": lat,
@@ -115,11 +142,11 @@ def _fio_dir(summary: Mapping[str, Any], hist: Mapping[str, Any]) -> dict[str, A
     }
 
 
-def fio_job(name: str, personality: str, summary: Mapping[str, Any], result: Mapping[str, Any]):
-    """One entry of fio's ``jobs[]`` for a workload."""
-    is_write = "write" in personality
+def fio_job(name: str, summary: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
+    """One entry of fio's ``jobs[]`` for a workload: its reads under ``read`` and its writes
+    under ``write``, by flowop kind."""
     secs = summary["runtime_s"]
-    hist = result["histogram"]
+    flowops = result["flowops"]
     return {
         "jobname": name,
         "groupid": 0,
@@ -127,8 +154,8 @@ def fio_job(name: str, personality: str, summary: Mapping[str, Any], result: Map
         "job_runtime": round(secs * 1000),
         "usr_cpu": 100 * summary["cpu"]["usr_s"] / secs if secs else 0.0,
         "sys_cpu": 100 * summary["cpu"]["sys_s"] / secs if secs else 0.0,
-        "read": _fio_dir(_IDLE, _EMPTY_HIST) if is_write else _fio_dir(summary, hist),
-        "write": _fio_dir(summary, hist) if is_write else _fio_dir(_IDLE, _EMPTY_HIST),
+        "read": _fio_dir([f for f in flowops if f["kind"] in READS], secs),
+        "write": _fio_dir([f for f in flowops if f["kind"] in WRITES], secs),
     }
 
 

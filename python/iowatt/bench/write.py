@@ -66,7 +66,7 @@ def write_run(
     fio = {
         "fio version": f"iowatt-{__version__}",
         "timestamp": started_ns // 1_000_000_000,
-        "jobs": [fio_job(o.wl.name, o.wl.personality, o.summary, o.result) for o in outcomes],
+        "jobs": [fio_job(o.wl.name, o.summary, o.result) for o in outcomes],
     }
     summary: dict[str, Any] = {
         "run_id": writer.run_id,
