@@ -3,6 +3,7 @@ alone and beside a bench run."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -220,3 +221,15 @@ def test_sweep_renders_in_chromium(sweep_run: Path, tmp_path: Path) -> None:
     assert colour_pixels(plots["sweep-0-mib"], "C3") > 300
     for colour in ("C0", "C1"):  # the two fans share the RPM panel
         assert colour_pixels(plots["sweep-0-sensors"], colour) > 300, colour
+
+
+def test_a_sweep_whose_driver_reads_no_sensors_says_so_instead_of_an_empty_panel(
+    tmp_path: Path,
+) -> None:
+    run = make_sweep_run(tmp_path, SWEEP_ID, DISKS, VALUES, seed=8, sensors=False)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["config"].update(driver={"driver": "emulated", "sensors": []}, sensors=[])
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    html = write_report([run], tmp_path / "report.html").read_text(encoding="utf-8")
+    assert set(figures(html)) == SWEEP_PLOTS - {"sweep-0-sensors"}
+    assert "No sensor was read: the emulated driver reads none" in html

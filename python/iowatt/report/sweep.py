@@ -149,6 +149,8 @@ class SweepView:
     points: list[PointRow]
     events: list[EventRow]
     more_events: int
+    # Why a sweep has no sensor panel: its driver reads none and none was added.
+    no_sensors: str | None = None
 
 
 def _range(lo: float | None, hi: float | None, fmt: Any, passes: int) -> str:
@@ -261,13 +263,17 @@ def sweep_view(run: Run, index: int) -> SweepView:
             "highest pass.",
             curve_plot(lines, axis, "MiB/s", f"sweep{index}mib", False),
         ),
-        Plot(
-            f"{n}-sensors",
-            "Each sensor channel's mean over every step's hold window, averaged over the "
-            "passes (band: lowest to highest pass); one panel per unit.",
-            sensor_plot(_sensor_panels(sensors), axis, f"sweep{index}sensors"),
-        ),
     ]
+    no_sensors = _no_sensors(config)
+    if no_sensors is None:
+        plots.append(
+            Plot(
+                f"{n}-sensors",
+                "Each sensor channel's mean over every step's hold window, averaged over the "
+                "passes (band: lowest to highest pass); one panel per unit.",
+                sensor_plot(_sensor_panels(sensors), axis, f"sweep{index}sensors"),
+            )
+        )
     events, more = _events(data.events)
     passes = config.get("passes")
     return SweepView(
@@ -284,6 +290,20 @@ def sweep_view(run: Run, index: int) -> SweepView:
         points=_point_rows(curve, colors, order) if curve is not None else [],
         events=events,
         more_events=more,
+        no_sensors=no_sensors,
+    )
+
+
+def _no_sensors(config: Mapping[str, Any]) -> str | None:
+    """A sentence when the sweep read no sensor at all (rather than lost their data)."""
+    driver = config.get("driver")
+    if not isinstance(driver, Mapping) or "sensors" not in driver:
+        return None  # written before runs recorded their driver's sensors
+    if driver["sensors"] or config.get("sensors"):
+        return None
+    return (
+        f"No sensor was read: the {driver.get('driver')} driver reads none, and none was added "
+        "with --sensor (e.g. --sensor hwmon)."
     )
 
 

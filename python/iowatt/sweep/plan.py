@@ -99,7 +99,11 @@ class SweepConfig:
                 }
                 for d in self.disks
             ],
-            "driver": self.driver.describe(),
+            # The driver's own sensors, so a report can tell "none read" from "none recorded".
+            "driver": {
+                **self.driver.describe(),
+                "sensors": [s.name for s in self.driver.sensor_sources()],
+            },
             "generator": self.generator.__dict__,
             "sensors": [s.describe() for s in self.sensors],
             "sensor_hz": self.sensor_hz,
