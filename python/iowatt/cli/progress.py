@@ -16,8 +16,8 @@ from iowatt.units import format_bytes, format_ns, format_rate
 
 
 class RichReporter:
-    def __init__(self) -> None:
-        self.console = Console(stderr=True)
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
         self.bars = Bars(
             TextColumn("{task.description:<28}"),
             BarColumn(bar_width=30),
@@ -63,7 +63,14 @@ class RichReporter:
             f"{format_rate(summary['ops_s'])} ops/s  {summary['mib_s']:,.1f} MiB/s  "
             f"p99 {format_ns(lat['p99'])}"
         )
-        self.bars.update(self.task, completed=wl.runtime_s + wl.ramp_s, live=live)
+        done = wl.runtime_s + wl.ramp_s
+        if summary["status"] != "complete":
+            # The bar stays where the run stopped: the measured time (a ramp counts if it
+            # was passed).
+            measured = summary["runtime_s"]
+            done = min(done, measured + (wl.ramp_s if measured > 0 else 0.0))
+            live = f"{summary['status']} after {measured:.1f} s  {live}"
+        self.bars.update(self.task, completed=done, live=live)
 
     def close(self) -> None:
         if self.bars.live.is_started:
