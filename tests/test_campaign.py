@@ -169,10 +169,11 @@ def test_ctrl_c_keeps_finished_runs_and_tears_the_environment_down(tmp_path: Pat
     proc = subprocess.Popen(
         [str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    # Ready when the first run is written and the second has made its work directory.
     deadline = time.monotonic() + 60
-    while len(runs_in(results)) < 1 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(0.5)  # into the second run
+    while not (runs_in(results) and any(target.glob("iowatt-*"))):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -176,3 +176,44 @@ def test_bad_input_is_one_line_and_exit_2(
     assert_user_error(r, "--slow")
     r = iowatt(capsys, "compare", "--results", tmp_path / "nothing")
     assert_user_error(r, "no catalog")
+
+
+def _shifted(results: Path, shift: float, n: int = 10, seed: int = 5) -> None:
+    """A control and a group `shift` × as fast, both with 0.2 % noise: any shift is
+    p-significant, only one beyond the noise band is real."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for _ in range(n):
+        for env, level in (("a", 1000.0), ("b", 1000.0 * shift)):
+            runs.append(FakeRun({"w": level * rng.normal(1, 0.002)}, {"env": env}))
+    write_runs(results, runs)
+
+
+def test_a_difference_is_real_only_when_its_ci_clears_the_noise_band(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _shifted(tmp_path / "small", 1.01)
+    doc = _json(capsys, "--results", tmp_path / "small", "--control", "a")
+    b = _cell(doc, "w", "b")
+    assert b["p_value"] < 0.01 and 0 < b["diff_ci_low"] < b["diff_ci_high"] < 2
+    assert b["significant"] is False and doc["noise_pct"] == 2.0
+    doc = _json(capsys, "--results", tmp_path / "small", "--control", "a", "--noise", "0.5%")
+    assert _cell(doc, "w", "b")["significant"] is True
+    _shifted(tmp_path / "large", 1.05)
+    doc = _json(capsys, "--results", tmp_path / "large", "--control", "a")
+    assert _cell(doc, "w", "b")["significant"] is True
+    r = iowatt(capsys, "compare", "--results", tmp_path / "large", "--control", "a")
+    assert "* p < 0.05 (mann-whitney) and the 95% CI of the difference outside ±2%" in r.out
+
+
+def test_the_legend_names_only_what_the_table_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _two_envs(tmp_path)
+    study = iowatt(capsys, "compare", "--results", tmp_path, "--control", "quiet", "--layout",
+                   "study").out.splitlines()[-1]  # fmt: skip
+    assert "mann-whitney" in study and "> threshold" not in study and "bootstrap" not in study
+    r = iowatt(capsys, "compare", "--results", tmp_path, "--by", "site")
+    legend = r.out.splitlines()[-1]
+    assert "p <" not in legend and "mann-whitney" not in legend, "one group: no test shown"
+    assert "> threshold" in legend and "bootstrap" in legend

@@ -18,13 +18,11 @@ import json
 import os
 import random
 import re
-import signal
 import stat
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +30,7 @@ from typing import Any, Protocol
 from iowatt import bench as bench_lib
 from iowatt.bench.config import BenchConfig, Options, Reporter
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
+from iowatt.interrupts import held
 from iowatt.store import list_runs, new_run_id, read_manifest
 from iowatt.units import parse_duration
 
@@ -348,13 +347,15 @@ def run(campaign: Campaign, results: Path, reporter: CampaignReporter) -> list[P
             done[p.key] = run_dir
             reporter.run_finished(p, len(planned), run_dir)
     except KeyboardInterrupt:
+        # A run the interrupt caught after it was committed is finished too: ask the catalog.
+        done = finished_runs(campaign, results)
         raise RunInterrupted(_stopped_message(campaign, done, planned)) from None
     except IowattError as e:
         e.message = f"{e.message} ({_stopped_message(campaign, done, planned)})"
         raise
     finally:
         if current is not None:
-            with _no_interrupts():
+            with held():  # a half-removed throttle would slow what runs next
                 _command(current, "teardown", env_vars, campaign, raise_error=False)
     return [done[p.key] for p in planned if p.key in done]
 
@@ -410,21 +411,6 @@ def _command(
 def _drop_caches() -> None:
     os.sync()
     DROP_CACHES.write_text("3\n")
-
-
-@contextmanager
-def _no_interrupts() -> Iterator[None]:
-    """Holds Ctrl-C off while an environment is torn down: a half-removed throttle would
-    slow down whatever the machine does next."""
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def repeat(

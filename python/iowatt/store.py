@@ -232,6 +232,11 @@ def catalog(results: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyC
         if not read_only:
             con.execute(_SCHEMA_SQL)
         yield con
+    except RuntimeError as e:
+        # DuckDB turns a Ctrl-C during a query into this error: it is still an interrupt.
+        if str(e) == "Query interrupted":
+            raise KeyboardInterrupt from None
+        raise
     finally:
         con.close()
 

@@ -12,6 +12,7 @@ from iowatt.bench.config import BenchConfig, Outcome
 from iowatt.bench.power import BenchPower
 from iowatt.bench.summary import fio_job, interval_table, latency_table
 from iowatt.errors import IowattError
+from iowatt.interrupts import held
 from iowatt.power.record import write_power_files
 from iowatt.power.summary import warnings as power_warnings
 from iowatt.store import RunWriter, event_table, index_run
@@ -86,8 +87,11 @@ def write_run(
         write_power_files(writer, power.data, power.t0, sink.events())
     elif sink.recorded:
         writer.write_table("events.parquet", event_table(writer.run_id, power.t0, sink.events()))
-    run_dir = writer.commit()
-    index_run(config.results, run_dir)
+    with held() as pending:  # a committed run is always indexed
+        run_dir = writer.commit()
+        index_run(config.results, run_dir)
+    if pending:
+        raise KeyboardInterrupt
     if config.report and outcomes:
         from iowatt.report import write_report  # matplotlib is slow to import; only when needed
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -33,6 +34,8 @@ from iowatt.warnings import WarningSink
 @click.option("--slow", help="Latency thresholds for the tail fractions [100ms,200ms].")
 @click.option("--test", type=click.Choice(TESTS), default="mann-whitney", show_default=True)
 @click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--noise", default="2%", show_default=True,
+              help="A difference is real only when its CI also clears ±this band.")  # fmt: skip
 @click.option("--resamples", type=int, default=2000, show_default=True, help="Bootstrap draws.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--include-incomplete", is_flag=True, help="Also use runs that stopped early.")
@@ -50,6 +53,7 @@ def compare_cmd(
     slow: str | None,
     test: str,
     alpha: float,
+    noise: str,
     resamples: int,
     seed: int,
     include_incomplete: bool,
@@ -67,7 +71,7 @@ def compare_cmd(
     filters = Filters(parse_filters(labels), runs, workloads, include_incomplete)
     thresholds = parse_thresholds(slow) if slow else DEFAULT_SLOW_NS
     rows = load_rows(results_dir(results), filters, by, thresholds)
-    settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed)
+    settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed, _noise(noise))
     comparison = compare(rows, settings)
     if fmt == "html":
         from iowatt.report.compare_page import compare_page  # matplotlib: only for a page
@@ -84,3 +88,14 @@ def compare_cmd(
         for note in comparison.notes:
             click.echo(f"note: {note}", err=True)
         WarningSink().extend(comparison_warnings(comparison))
+
+
+def _noise(text: str) -> float:
+    """``2%`` (or ``2``) → 2.0 percent."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 100:
+        raise ConfigError(f"--noise `{text}` is not a percentage from 0 to 100", "e.g. --noise 2%")
+    return value

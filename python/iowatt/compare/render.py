@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from iowatt.compare.data import METRICS, Rows
-from iowatt.compare.table import MIN_RUNS, Cell, Comparison
+from iowatt.compare.table import MIN_RUNS, Cell, Comparison, Settings
 from iowatt.units import format_ns, format_rate
 
 FORMATS = ("text", "markdown", "csv", "json")  # and "html": iowatt.report.compare_page
@@ -49,9 +49,9 @@ def _p(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _flags(c: Cell, alpha: float) -> str:
+def _flags(c: Cell, settings: Settings) -> str:
     out = []
-    if c.significant(alpha):
+    if c.significant(settings):
         out.append("*")
     if c.few:
         out.append(f"n<{MIN_RUNS}")
@@ -92,7 +92,7 @@ def _long(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
                     if d is None
                     else [_pct(d.pct), f"{_pct(d.ci_low)} – {_pct(d.ci_high)}", _p(d.p_value)]
                 )
-            row += [_share(t) for t in c.tails] + [_flags(c, s.alpha)]
+            row += [_share(t) for t in c.tails] + [_flags(c, s)]
             rows.append(row)
     return header, rows
 
@@ -115,18 +115,26 @@ def _study(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
                 if c is None or c.diff is None:
                     row.append("–")
                 else:
-                    mark = "*" if c.significant(s.alpha) else ""
+                    mark = "*" if c.significant(s) else ""
                     row.append(_pct(c.diff.pct) + mark)
         rows.append(row)
     return header, rows
 
 
-def _legend(cmp: Comparison) -> str:
+def legend(cmp: Comparison, layout: str) -> str:
+    """The footnote: only what the table of ``layout`` shows."""
     s = cmp.settings
-    return (
-        f"* p < {s.alpha:g} ({s.test}); CI: bootstrap of the median, {s.resamples} resamples; "
-        f"> threshold: share of operations above it"
-    )
+    ci = f"{round(100 * s.confidence)}% CI"
+    parts = []
+    if cmp.control is not None:
+        parts.append(
+            f"* p < {s.alpha:g} ({s.test}) and the {ci} of the difference outside ±{s.noise_pct:g}%"
+        )
+    if layout == "long":
+        parts.append(f"CI: bootstrap of the median, {s.resamples} resamples")
+        if cmp.thresholds_ns:
+            parts.append("> threshold: share of operations above it")
+    return "; ".join(parts)
 
 
 # --- outputs --------------------------------------------------------------------------------
@@ -153,13 +161,13 @@ def _text(cmp: Comparison, layout: str) -> str:
     for row in body:
         table.add_row(*row)
     console = Console(file=io.StringIO(), width=max(100, 12 * len(header)), color_system=None)
-    console.print(_title(cmp))
+    console.print(title(cmp))
     console.print(table)
-    console.print(_legend(cmp))
+    console.print(legend(cmp, layout))
     return console.file.getvalue()  # type: ignore[attr-defined, no-any-return]
 
 
-def _title(cmp: Comparison) -> str:
+def title(cmp: Comparison) -> str:
     s = cmp.settings
     control = f", control {s.by}={cmp.control}" if cmp.control else ""
     return f"{METRICS[s.metric][0]} by {s.by}{control}"
@@ -172,8 +180,8 @@ def _markdown(cmp: Comparison, layout: str) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     align = ["---" if i < (1 if layout == "study" else 2) else "---:" for i in range(len(header))]
-    lines = [f"**{_title(cmp)}**", "", line(header), line(align), *map(line, body), ""]
-    lines.append(_legend(cmp))
+    lines = [f"**{title(cmp)}**", "", line(header), line(align), *map(line, body), ""]
+    lines.append(legend(cmp, layout))
     return "\n".join(lines) + "\n"
 
 
@@ -215,7 +223,7 @@ def _nan_none(v: float) -> float | None:
 
 def cell_record(cmp: Comparison, c: Cell) -> dict[str, Any]:
     """A cell as flat fields (CSV columns and JSON objects share them)."""
-    m, d, alpha = c.summary, c.diff, cmp.settings.alpha
+    m, d = c.summary, c.diff
     rec: dict[str, Any] = {
         "workload": c.workload,
         cmp.settings.by: c.group,
@@ -230,7 +238,7 @@ def cell_record(cmp: Comparison, c: Cell) -> dict[str, Any]:
         "diff_ci_low": _nan_none(d.ci_low) if d else None,
         "diff_ci_high": _nan_none(d.ci_high) if d else None,
         "p_value": _nan_none(d.p_value) if d else None,
-        "significant": c.significant(alpha) if d else None,
+        "significant": c.significant(cmp.settings) if d else None,
         "few_runs": c.few,
         "at_equilibrium": c.at_equilibrium,
     }
@@ -247,6 +255,7 @@ def to_json(cmp: Comparison, rows: Rows) -> dict[str, Any]:
         "metric": s.metric,
         "test": s.test,
         "alpha": s.alpha,
+        "noise_pct": s.noise_pct,
         "confidence": s.confidence,
         "resamples": s.resamples,
         "seed": s.seed,

@@ -32,6 +32,8 @@ class Settings:
     confidence: float = 0.95
     resamples: int = 2000
     seed: int = 0
+    # A difference is real only when it is significant and its CI clears ±noise_pct.
+    noise_pct: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,14 @@ class Cell:
     def at_equilibrium(self) -> bool:
         return not self.findings
 
-    def significant(self, alpha: float) -> bool:
-        return self.diff is not None and bool(self.diff.p_value < alpha)
+    def significant(self, settings: Settings) -> bool:
+        """Two gates (STYLE 9): the test finds a difference, and the whole confidence interval
+        of the difference lies beyond the noise band, so a tiny if consistent shift is not
+        called real."""
+        d = self.diff
+        if d is None or not d.p_value < settings.alpha:
+            return False
+        return bool(d.ci_low > settings.noise_pct or d.ci_high < -settings.noise_pct)
 
 
 @dataclass

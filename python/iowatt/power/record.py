@@ -18,6 +18,7 @@ from typing import Any
 from iowatt import __version__
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.hostinfo import host_facts
+from iowatt.interrupts import held
 from iowatt.power.recording import DRAIN_S, PowerData, Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.power.summary import Window, summarize, warnings
@@ -163,8 +164,11 @@ def commit_power_run(
     writer.write_json("manifest.json", manifest)
     writer.write_json("summary.json", summary)
     write_power_files(writer, data, t0_ns, sink.events())
-    run_dir = writer.commit()
-    index_run(writer.results, run_dir)
+    with held() as pending:  # a committed run is always indexed
+        run_dir = writer.commit()
+        index_run(writer.results, run_dir)
+    if pending:
+        raise KeyboardInterrupt
     if report:
         from iowatt.report import write_report
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from iowatt import __version__
 from iowatt.compare.data import METRICS, Rows
-from iowatt.compare.render import _legend, _title, table_rows
+from iowatt.compare.render import legend, table_rows, title
 from iowatt.compare.table import Comparison
 from iowatt.report.series import SeriesPoint, series_plot
 from iowatt.report.write import templates
@@ -34,11 +34,11 @@ def compare_page(cmp: Comparison, rows: Rows, layout: str) -> str:
         templates(Path(__file__).parent)
         .get_template("compare.html")
         .render(
-            title=_title(cmp),
+            title=title(cmp),
             header=header,
             rows=body,
             label_columns=1 if layout == "study" else 2,
-            legend=_legend(cmp),
+            legend=legend(cmp, layout),
             warnings=cmp.warnings(),
             notes=cmp.notes,
             plots=plots,

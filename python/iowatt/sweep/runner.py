@@ -11,10 +11,7 @@ error, an interrupt or a watchdog trip — and by the guardian if this process i
 from __future__ import annotations
 
 import shutil
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,6 +21,7 @@ from iowatt.bench.config import WorkloadConfig
 from iowatt.bench.summary import workload_summary
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, SafetyStop
 from iowatt.hostinfo import host_facts, target_facts
+from iowatt.interrupts import held
 from iowatt.power.recording import Recording
 from iowatt.power.sources import SourceSpec
 from iowatt.store import RunWriter, new_run_id
@@ -90,7 +88,7 @@ def run(
     except IowattError as e:
         failure = e
     finally:
-        with _signals_held() as pending:
+        with held() as pending:
             failure = _finish(config, monitor, journal, workdirs, failure, sink)
             status = "complete" if failure is None and not pending else "incomplete"
             reason = failure.message if failure else ("interrupted" if pending else None)
@@ -269,17 +267,3 @@ def _finish(
     for workdir in workdirs:
         shutil.rmtree(workdir, ignore_errors=True)
     return failure
-
-
-@contextmanager
-def _signals_held() -> Iterator[list[int]]:
-    """Ctrl-C and SIGTERM do not cut restoring and writing short; the signals that arrived
-    meanwhile are listed in the yielded list."""
-    pending: list[int] = []
-    held = (signal.SIGINT, signal.SIGTERM)
-    old = {s: signal.signal(s, lambda n, f: pending.append(n)) for s in held}
-    try:
-        yield pending
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
