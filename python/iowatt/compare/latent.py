@@ -11,17 +11,25 @@ effect"). Given the runs of one workload in time order, each labelled with its e
   without ties and tie-corrected otherwise; its size is Sen's slope (Sen, 1968).
 - **oscillation**: within one environment, a negative lag-1 autocorrelation, tested one-sided by
   permutation (runs are exchangeable when the system is at equilibrium).
-- **carry-over**: at a switch of environment, the first runs of the new block lean toward the
-  previous environment's level. The test is a permutation test of a position-weighted rank
-  statistic (weights halving each run, oriented toward the previous level); the number of runs
-  carried is the least-squares single change point toward that level (Hinkley, 1970), extended
-  over any further runs still clearly off the block's settled level.
+- **carry-over**: at a switch of environment, the first runs of the new block stay toward the
+  previous environment's level. The statistic is the size of that gap: for a step after the
+  first k ≥ 2 runs, the *least* displaced of those k runs, toward the previous level, in robust
+  standard deviations (1.4826 · MAD) of the runs after them; the largest over k. Its null is the
+  same statistic on blocks of independent normal runs (it does not depend on their mean or
+  spread, so one Monte Carlo sample per block length serves every series). A rank or
+  permutation test of one block cannot do this: with ten runs, three displaced runs are at best
+  1 in C(10, 3) = 120 of the orderings, short of any family-wise level. Requiring two runs
+  keeps one disturbed first run from passing for carry-over. The number of runs carried is the
+  least-squares single change point toward that level (Hinkley, 1970), extended over any
+  further runs still clearly off the block's settled level.
 
 Trend and oscillation are tested within an environment: in an interleaved A B A B series runs
 alternate because environments differ, which is the design working, not an oscillation.
 
-Every test performed in a series enters one Bonferroni family (significant when
-p < alpha / m), so a series at equilibrium raises a false alarm with probability at most alpha.
+Every test performed enters one Bonferroni family (significant when p < alpha / m): within a
+series, and across the series of a comparison when the caller divides alpha among them
+(:mod:`iowatt.compare.table` does), so a campaign at equilibrium raises a false alarm with
+probability at most alpha.
 Permutation p-values are exact when every ordering can be enumerated and otherwise use
 (count + 1) / (B + 1) (Phipson & Smyth, 2010). :func:`change_point` (Pettitt, 1979) is the
 rank-based, two-sided change point for a series without a known direction; it is not used for
@@ -31,6 +39,7 @@ significance (three displaced runs out of ten give p ≈ 0.1 at best).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -47,6 +56,16 @@ KINDS = ("trend", "oscillation", "carry-over")
 # Beyond 7 runs n! exceeds any sensible number of permutations (and is costly to compute for
 # a long series), so enumeration is only considered up to here.
 _MAX_EXACT_RUNS = 7
+
+# Runs after a carried lead that give the block's settled level and spread.
+_SETTLED = 5
+# One run counts at most this many robust standard deviations: a single disturbed run cannot
+# pass for a carried lead.
+_CLIP = 4.0
+_MAX_CARRIED = 4
+# Draws of the carry-over null per block length: p can go down to 1 / 20001, below the
+# Bonferroni level of a campaign of a hundred tests.
+_NULL_DRAWS = 20_000
 
 
 @dataclass(frozen=True)
@@ -114,24 +133,53 @@ def change_point(
 def carry_over(
     x: ArrayLike, previous: float, *, permutations: int = 2000, rng: np.random.Generator
 ) -> tuple[int, float]:
-    """(k, p): do the first runs of a block lean toward ``previous`` (the level of the
-    environment before it), fading run by run?
+    """(k, p): do the first runs of a block stay toward ``previous`` (the level of the
+    environment before it)?
 
-    The statistic is Σ wᵢ·rᵢ over the runs' centred ranks, oriented so that toward ``previous``
-    is positive, with weights halving each run: carry-over lives in the first few runs, and
-    ranks keep one disturbed run from passing for it. p is one-sided by permuting the runs.
-    ``k`` is the number of leading runs carried (``0`` when none lean toward ``previous``).
-    ``(0, nan)`` below three runs.
+    The statistic is the gap statistic of the module doc; p is one-sided, from a Monte Carlo
+    null of ``_NULL_DRAWS`` normal blocks (seeded: the same block always gives the same p;
+    ``permutations`` and ``rng`` are kept for the other tests' signature). ``k`` is the number
+    of leading runs carried (``0`` when none lean toward ``previous``). ``(0, nan)`` below seven
+    runs (two carried and five after them).
     """
     a = as_sample(x)
-    if a.size < 3:
+    if a.size < 2 + _SETTLED:
         return 0, math.nan
     toward = float(np.sign(previous - np.median(a)))
-    centred = toward * (mean_ranks(a) - (a.size + 1) / 2.0)
-    weights = 0.5 ** np.arange(a.size)
-    shuffled, exact = _orderings(centred, permutations, rng)
-    p = _p(shuffled @ weights, float(centred @ weights), exact)
+    if toward == 0:
+        return 0, 1.0
+    observed = float(_gap_statistic(toward * a[np.newaxis, :])[0])
+    null = _null_gaps(a.size)
+    p = (int(np.sum(null >= observed)) + 1) / (null.size + 1)
     return _carried_runs(a, toward), p
+
+
+@functools.cache
+def _null_gaps(n: int) -> Floats:
+    g = np.random.default_rng(n)  # seeded by the length: one null per length, reproducible
+    return _gap_statistic(g.standard_normal((_NULL_DRAWS, n)))
+
+
+def _gap_statistic(rows: Floats) -> Floats:
+    """Per row (oriented so that toward the previous level is up): max over k ≥ 2 of the first
+    k values' distances from the median of the rest, in the rest's standard deviations, each
+    clipped at ``_CLIP``, summed and divided by √k."""
+    n = rows.shape[1]
+    best = np.full(rows.shape[0], -np.inf)
+    # At least five runs after the step (a spread from fewer is too unsteady), and carried
+    # leads of up to _MAX_CARRIED runs: carry-over lives in the first few.
+    for k in range(2, min(n - _SETTLED, _MAX_CARRIED) + 1):
+        rest = rows[:, k:]
+        centre = np.median(rest, axis=1)
+        # The standard deviation: the MAD of five runs is too often near zero. A disturbed
+        # run among them only widens it, which errs toward no finding.
+        spread = np.std(rest, axis=1, ddof=1)
+        # A perfectly flat rest makes any lead infinitely far: keep the scale off zero.
+        spread = np.maximum(spread, 1e-12 * np.maximum(np.abs(centre), 1.0))
+        z = (rows[:, :k] - centre[:, np.newaxis]) / spread[:, np.newaxis]
+        gap = np.clip(z, -_CLIP, _CLIP).sum(axis=1) / math.sqrt(k)
+        best = np.maximum(best, gap)
+    return best
 
 
 def analyse_series(

@@ -116,9 +116,11 @@ def compare(rows: Rows, settings: Settings) -> Comparison:
     values = rows.metrics[settings.metric]
     cells: dict[tuple[str, str], Cell] = {}
     workloads = list(dict.fromkeys(rows.workload.tolist()))
+    # One family per comparison: each workload's series gets its share of alpha.
+    series_alpha = settings.alpha / len(workloads)
     for workload in workloads:
         in_workload = np.flatnonzero(rows.workload == workload)
-        findings = _findings(rows, values, in_workload, settings)
+        findings = _findings(rows, values, in_workload, series_alpha, settings.seed)
         control_values = _cell_values(rows, values, in_workload, control)
         for group in groups:
             idx = in_workload[rows.group[in_workload] == group]
@@ -172,13 +174,11 @@ def _cell_values(
 
 
 def _findings(
-    rows: Rows, values: npt.NDArray[np.float64], idx: npt.NDArray[np.intp], settings: Settings
+    rows: Rows, values: npt.NDArray[np.float64], idx: npt.NDArray[np.intp], alpha: float, seed: int
 ) -> list[Finding]:
     """The latent-effect findings of one workload's series (its runs in time order)."""
     keep = idx[~np.isnan(values[idx])]
-    return analyse_series(
-        values[keep], rows.group[keep].tolist(), alpha=settings.alpha, seed=settings.seed
-    )
+    return analyse_series(values[keep], rows.group[keep].tolist(), alpha=alpha, seed=seed)
 
 
 def _pooled_tails(rows: Rows, idx: npt.NDArray[np.intp]) -> tuple[float, ...]:

@@ -28,6 +28,8 @@ from iowatt.units import format_rate
 NO_ENV = "(none)"
 # analyse_series tests an environment only with at least this many runs in it.
 MIN_RUNS = 5
+# The family-wise false-alarm level of the report's latent-effect findings.
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -136,11 +138,13 @@ def series_points(runs: Sequence[Run], workload: str) -> list[SeriesPoint]:
     return sorted(out, key=lambda p: p.started_ns)  # stable: ties keep the report's order
 
 
-def _series_view(index: int, workload: str, points: list[SeriesPoint]) -> SeriesView:
+def _series_view(index: int, workload: str, points: list[SeriesPoint], alpha: float) -> SeriesView:
     envs: dict[str, int] = {}
     for p in points:
         envs[p.env] = envs.get(p.env, 0) + 1
-    findings = analyse_series([p.value for p in points], [p.env for p in points], min_runs=MIN_RUNS)
+    findings = analyse_series(
+        [p.value for p in points], [p.env for p in points], alpha=alpha, min_runs=MIN_RUNS
+    )
     note = None
     if not findings:
         if all(n < MIN_RUNS for n in envs.values()):
@@ -166,9 +170,7 @@ def _series_view(index: int, workload: str, points: list[SeriesPoint]) -> Series
 def consecutive_runs(runs: Sequence[Run]) -> list[SeriesView]:
     """A series per workload measured by at least two runs of the report."""
     names = list(dict.fromkeys(w for run in runs for w in run.workloads))
-    views: list[SeriesView] = []
-    for name in names:
-        points = series_points(runs, name)
-        if len(points) >= 2:
-            views.append(_series_view(len(views), name, points))
-    return views
+    series = [(name, points) for name in names if len(points := series_points(runs, name)) >= 2]
+    # One family for the report, as for a comparison: each series gets its share of alpha.
+    alpha = ALPHA / max(len(series), 1)
+    return [_series_view(i, name, points, alpha) for i, (name, points) in enumerate(series)]
