@@ -36,7 +36,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iowatt.store import INTERVAL_SCHEMA, LATENCY_SCHEMA, index_runs
+from iowatt.store.catalog import index_runs
+from iowatt.store.schemas import INTERVAL_SCHEMA, LATENCY_SCHEMA
 
 WORKLOADS = ("randomread2k", "randomread8k", "randomread1m", "randomwrite2k", "randomwrite8k",
              "randomwrite1m", "singlestreamread1m", "singlestreamreaddirect1m",

@@ -11,7 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iowatt.store import LATENCY_SCHEMA, index_runs
+from iowatt.store.catalog import index_runs
+from iowatt.store.schemas import LATENCY_SCHEMA
 
 T0_NS = 1_795_271_400_000_000_000  # 2026-11-21 14:30 UTC
 

@@ -22,8 +22,14 @@ import pyarrow.parquet as pq
 
 from iowatt.compare.tails import DEFAULT_THRESHOLDS_NS
 from iowatt.curve import curve_documents, curve_meta, curve_table
-from iowatt.store import EVENT_SCHEMA, LATENCY_SCHEMA, POWER_SCHEMA, SENSOR_SCHEMA, STEP_SCHEMA
-from iowatt.store import INTERVAL_SCHEMA as INTERVALS_SCHEMA
+from iowatt.store.schemas import (
+    EVENT_SCHEMA,
+    LATENCY_SCHEMA,
+    POWER_SCHEMA,
+    SENSOR_SCHEMA,
+    STEP_SCHEMA,
+)
+from iowatt.store.schemas import INTERVAL_SCHEMA as INTERVALS_SCHEMA
 from iowatt.sweep.stimulus import Stimulus
 
 _STARTED_NS = 1_795_271_400_000_000_000  # 2026-11-21 14:30:00 UTC

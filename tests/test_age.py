@@ -170,6 +170,12 @@ def test_cleanup_removes_exactly_what_was_created(tmp_path, capsys):
     }
     assert json.loads(r.out)["kept"] == [str(root / "d00000"), str(root)]
     assert all(p.read_text() == "the user's" for p in tmp_path.rglob("mine*"))
+    # Under --json too, what was kept is said on stderr.
+    kept = [line for line in r.err.splitlines() if line.startswith("warning: kept")]
+    assert kept == [
+        f"warning: kept `{root / 'd00000'}`: it is or holds what iowatt did not make",
+        f"warning: kept `{root}`: it is or holds what iowatt did not make",
+    ]
 
 
 def test_cleanup_leaves_the_directory_as_it_was(tmp_path, capsys):

@@ -22,7 +22,7 @@ from iowatt.curve import (
     step_sensor_means,
 )
 from iowatt.errors import ConfigError
-from iowatt.store import CURVE_SCHEMA, LATENCY_SCHEMA, SENSOR_SCHEMA, STEP_SCHEMA
+from iowatt.store.schemas import CURVE_SCHEMA, LATENCY_SCHEMA, SENSOR_SCHEMA, STEP_SCHEMA
 
 RUN = "20261121-143000-sweep-abcdef"
 LATENCY_SWEEP_SCHEMA = (

@@ -31,7 +31,9 @@ from iowatt import bench as bench_lib
 from iowatt.bench.config import BenchConfig, Options, Reporter
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.interrupts import held
-from iowatt.store import list_runs, new_run_id, read_manifest
+from iowatt.store.catalog import list_runs
+from iowatt.store.runs import read_manifest
+from iowatt.store.writer import new_run_id
 from iowatt.units import parse_duration
 
 if sys.version_info >= (3, 11):

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from iowatt.errors import ConfigError
 from iowatt.histogram import percentile
-from iowatt.store import CURVE_SCHEMA
+from iowatt.store.schemas import CURVE_SCHEMA
 
 CURVE_FORMAT = "iowatt-curve/1"
 # The keys of a curve file and of each of its points, in the order they are written.

@@ -299,17 +299,32 @@ def check_dir_target(path: Path) -> None:
     os.unlink(probe)
 
 
+def fs_usage(path: Path) -> dict[str, int]:
+    """Size, used, free and available bytes (and block size) of the file system holding ``path``;
+    used is size minus free, the way statvfs counts it (df's Use% leaves out reserved blocks)."""
+    st = os.statvfs(path)
+    size, free = st.f_blocks * st.f_frsize, st.f_bfree * st.f_frsize
+    avail = st.f_bavail * st.f_frsize
+    return {
+        "size": size,
+        "used": size - free,
+        "free": free,
+        "available": avail,
+        "block": st.f_frsize,
+    }
+
+
 def available_bytes(path: Path) -> int | None:
     """Bytes the file system holding ``path`` has available; None for one that reports no size
     (ramfs and similar grow until memory runs out)."""
     try:
-        st = os.statvfs(path)
+        usage = fs_usage(path)
     except OSError as e:
         raise TargetError(
             f"cannot check the free space of `{path}`: {e.strerror}",
             hint="pick another --target",
         ) from e
-    return st.f_bavail * st.f_frsize if st.f_blocks else None
+    return usage["available"] if usage["size"] else None
 
 
 def check_free_space(path: Path, needed_bytes: int) -> None:

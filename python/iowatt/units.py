@@ -7,6 +7,8 @@ shown, the exact one stays available (``--json``, ``data-ns`` attributes in repo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from iowatt.errors import ConfigError
 
 
@@ -110,3 +112,22 @@ def _si(value: float | None, unit: str) -> str:
         if float(f"{x:.3g}") >= scale:
             return f"{sign}{_three_digits(x / scale)} {prefix}{unit}"
     return f"{sign}0 {unit}"
+
+
+def parse_pairs(items: Iterable[str], option: str, example: str) -> dict[str, str]:
+    """``("env=rack", ...)`` → ``{"env": "rack"}``: KEY=VALUE options (labels, ``--set``); a
+    ConfigError naming the malformed entry. A leading ``$`` on the key is dropped (FileBench
+    writes variables so)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().removeprefix("$")
+        if not sep or not key or not value.strip():
+            raise ConfigError(f"{option} `{item}` is not KEY=VALUE", f"e.g. {example}")
+        out[key] = value.strip()
+    return out
+
+
+def parse_labels(items: Iterable[str]) -> dict[str, str]:
+    """``--label KEY=VALUE`` options."""
+    return parse_pairs(items, "--label", "--label env=rack-a")

@@ -24,7 +24,7 @@ from iowatt.bench.summary import workload_summary
 from iowatt.bench.write import write_run
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, TargetError
 from iowatt.hostinfo import host_facts
-from iowatt.store import RunWriter, new_run_id
+from iowatt.store.writer import RunWriter, new_run_id
 from iowatt.target import (
     check_block_target,
     check_dir_target,

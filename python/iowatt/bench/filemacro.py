@@ -16,7 +16,7 @@ from typing import Any
 from iowatt.bench.config import Options, WorkloadConfig, resolve_common
 from iowatt.errors import ConfigError, TargetError
 from iowatt.target import available_bytes
-from iowatt.units import format_bytes, parse_size
+from iowatt.units import format_bytes, parse_pairs, parse_size
 from iowatt.warnings import Kind, RunWarning
 from iowatt.wml import BUILTIN, Program, builtin_path, parse_file
 
@@ -36,16 +36,7 @@ def is_wml(what: str) -> bool:
 
 def parse_sets(items: tuple[str, ...]) -> dict[str, str]:
     """``("nthreads=32",)`` → ``{"nthreads": "32"}`` (a leading ``$`` is allowed)."""
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        name = name.strip().removeprefix("$")
-        if not sep or not name or not value.strip():
-            raise ConfigError(
-                f"--set `{item}` is not NAME=VALUE", "e.g. --set nthreads=32 --set nfiles=1000"
-            )
-        out[name] = value.strip()
-    return out
+    return parse_pairs(items, "--set", "--set nthreads=32 --set nfiles=1000")
 
 
 def _overrides(opts: Options, defined: Mapping[str, str], strict: bool) -> dict[str, str]:

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from iowatt.histogram import STANDARD_PERCENTILES, percentile
-from iowatt.store import INTERVAL_SCHEMA, LATENCY_SCHEMA
+from iowatt.store.schemas import INTERVAL_SCHEMA, LATENCY_SCHEMA
 
 MIB = 1 << 20
 FIO_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0,

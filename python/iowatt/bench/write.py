@@ -15,7 +15,9 @@ from iowatt.errors import IowattError
 from iowatt.interrupts import held
 from iowatt.power.record import write_power_files
 from iowatt.power.summary import warnings as power_warnings
-from iowatt.store import RunWriter, event_table, index_run
+from iowatt.store.catalog import index_run
+from iowatt.store.schemas import event_table
+from iowatt.store.writer import RunWriter
 from iowatt.warnings import WarningSink
 
 

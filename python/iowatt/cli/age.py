@@ -23,6 +23,7 @@ from rich.progress import (
 from iowatt import age as age_lib
 from iowatt.errors import ConfigError
 from iowatt.units import format_bytes
+from iowatt.warnings import Kind, RunWarning, WarningSink
 
 
 class _Bars:
@@ -171,8 +172,7 @@ def _pct(value: float | None) -> str:
 
 
 def _show(s: dict[str, Any], as_json: bool, quiet: bool) -> None:
-    for warning in s["warnings"]:
-        click.echo(f"warning: {warning}", err=True)
+    WarningSink().extend(RunWarning(Kind.AGING, w) for w in s["warnings"])
     if as_json:
         click.echo(json.dumps(s, indent=2))
         return
@@ -213,11 +213,13 @@ def _planned(p: dict[str, Any], as_json: bool) -> None:
 
 
 def _cleaned(c: dict[str, Any], as_json: bool, quiet: bool) -> None:
+    WarningSink().extend(
+        RunWarning(Kind.AGING, f"kept `{path}`: it is or holds what iowatt did not make")
+        for path in c["kept"]
+    )
     if as_json:
         click.echo(json.dumps(c, indent=2))
         return
-    for path in c["kept"]:
-        click.echo(f"warning: kept `{path}`: it is or holds what iowatt did not make", err=True)
     if quiet:
         return
     verb = "would remove" if c["dry_run"] else "removed"

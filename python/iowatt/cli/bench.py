@@ -14,7 +14,8 @@ from iowatt.bench.filemacro import SUITE, messages
 from iowatt.cli.comparison import show_comparison
 from iowatt.cli.progress import RichReporter
 from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
-from iowatt.store import parse_filters, read_summary, results_dir
+from iowatt.store.runs import read_summary, results_dir
+from iowatt.units import parse_labels
 
 HELP = f"""Run FileBench FileIO workloads and store the run.
 
@@ -78,7 +79,7 @@ def bench(
         suite=suite,
         target=target,
         results=results_dir(results),
-        labels=parse_filters(labels),
+        labels=parse_labels(labels),
         destroy_data=destroy_data,
         power=power,
         power_hz=power_hz,

@@ -11,7 +11,7 @@ from iowatt.bench.config import Reporter, SilentReporter
 from iowatt.campaign import Campaign, PlannedRun
 from iowatt.cli.comparison import show_comparison
 from iowatt.cli.progress import RichReporter
-from iowatt.store import read_summary, results_dir
+from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import format_ns, format_rate
 
 

@@ -13,8 +13,8 @@ from iowatt.compare.stats import TESTS
 from iowatt.compare.table import Settings, compare, comparison_warnings
 from iowatt.errors import ConfigError
 from iowatt.histogram import DEFAULT_SLOW_NS
-from iowatt.store import parse_filters, results_dir
-from iowatt.units import parse_thresholds
+from iowatt.store.runs import results_dir
+from iowatt.units import parse_labels, parse_thresholds
 from iowatt.warnings import WarningSink
 
 
@@ -68,7 +68,7 @@ def compare_cmd(
         raise ConfigError(f"--alpha `{alpha}` must be between 0 and 1", "e.g. --alpha 0.05")
     if resamples < 100:
         raise ConfigError(f"--resamples `{resamples}` is too few", "use at least 1000")
-    filters = Filters(parse_filters(labels), runs, workloads, include_incomplete)
+    filters = Filters(parse_labels(labels), runs, workloads, include_incomplete)
     thresholds = parse_thresholds(slow) if slow else DEFAULT_SLOW_NS
     rows = load_rows(results_dir(results), filters, by, thresholds)
     settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed, _noise(noise))

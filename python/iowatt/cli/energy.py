@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from iowatt.power.compare import compare_runs
-from iowatt.store import resolve_run, results_dir
+from iowatt.store.runs import resolve_run, results_dir
 from iowatt.units import format_duration, format_joules, format_watts
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from iowatt.imports import FORMATS, import_files
-from iowatt.store import parse_filters, read_manifest, read_summary
+from iowatt.store.runs import read_manifest, read_summary
+from iowatt.units import parse_labels
 
 
 @click.command("import")
@@ -36,7 +37,11 @@ def import_cmd(
 ) -> None:
     """Import result files of other tools, one run each (all files or none)."""
     run_dirs = import_files(
-        files, fmt=fmt, labels=parse_filters(labels), workload_name=workload, results=results
+        files,
+        fmt=fmt,
+        labels=parse_labels(labels),
+        workload_name=workload,
+        results=results,
     )
     for file, run_dir in zip(files, run_dirs, strict=True):
         manifest = read_manifest(run_dir)

@@ -15,8 +15,8 @@ from iowatt.errors import ConfigError
 from iowatt.power import record as power_record
 from iowatt.power.merge import import_logs
 from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP, parse_source
-from iowatt.store import parse_filters, resolve_run, results_dir
-from iowatt.units import format_duration, format_joules, format_watts, parse_duration
+from iowatt.store.runs import resolve_run, results_dir
+from iowatt.units import format_duration, format_joules, format_watts, parse_duration, parse_labels
 
 
 @click.group()
@@ -55,7 +55,7 @@ def record(
         results=results_dir(results),
         hz=hz,
         idle_s=parse_duration(idle, "--idle") if idle else 0.0,
-        labels=parse_filters(labels),
+        labels=parse_labels(labels),
         report=not no_report,
     )
     out = power_record.record(config, on_phase=None if as_json else _say)

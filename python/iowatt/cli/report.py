@@ -7,7 +7,9 @@ from pathlib import Path
 import click
 
 from iowatt.errors import ConfigError
-from iowatt.store import list_runs, parse_filters, resolve_run, results_dir
+from iowatt.store.catalog import list_runs
+from iowatt.store.runs import resolve_run, results_dir
+from iowatt.units import parse_labels
 
 
 @click.command()
@@ -26,7 +28,7 @@ def report(
         raise ConfigError("no runs given", "name runs (e.g. `latest`) or select them with --label")
     run_dirs = [resolve_run(root, ref) for ref in runs]
     if labels:
-        matching = list_runs(root, parse_filters(labels))
+        matching = list_runs(root, parse_labels(labels))
         if not matching:
             raise ConfigError(
                 f"no runs with {' '.join(labels)} in `{root}`", "list runs with `iowatt runs`"

@@ -9,8 +9,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from iowatt.store import list_runs, parse_filters, results_dir
-from iowatt.units import format_rate
+from iowatt.store.catalog import list_runs
+from iowatt.store.runs import results_dir
+from iowatt.units import format_rate, parse_labels
 
 
 @click.command()
@@ -29,7 +30,13 @@ def runs(
     as_json: bool,
 ) -> None:
     """List runs, newest first."""
-    rows = list_runs(results_dir(results), parse_filters(labels), kind, status, limit)
+    rows = list_runs(
+        results_dir(results),
+        parse_labels(labels),
+        kind,
+        status,
+        limit,
+    )
     if as_json:
         for row in rows:
             click.echo(json.dumps(row, default=str))

@@ -10,9 +10,10 @@ from typing import Any
 import click
 
 from iowatt.power.sources import SOURCE_HELP
-from iowatt.store import parse_filters, read_summary, results_dir
+from iowatt.store.runs import read_summary, results_dir
 from iowatt.sweep.plan import DRIVERS, Request, plan
 from iowatt.sweep.stimulus import KINDS, ORDERS
+from iowatt.units import parse_labels
 
 
 class LineReporter:
@@ -160,7 +161,7 @@ def sweep(
     config = plan(
         Request(**options),
         results_dir(results),
-        parse_filters(labels),
+        parse_labels(labels),
         seed if seed is not None else secrets.randbits(32),
     )
     config.report = not no_report

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from iowatt.errors import ConfigError
-from iowatt.store import catalog
+from iowatt.store.catalog import catalog
 
 # What can be compared: column of the catalog's workloads table → (name for people, unit).
 METRICS: dict[str, tuple[str, str]] = {

@@ -15,7 +15,10 @@ from iowatt.errors import ConfigError, ImportFormatError
 from iowatt.imports.filebench import parse as parse_filebench
 from iowatt.imports.fio import parse as parse_fio
 from iowatt.imports.model import Histogram, Parsed, read_text
-from iowatt.store import LATENCY_SCHEMA, RunWriter, index_run, new_run_id, results_dir
+from iowatt.store.catalog import index_run
+from iowatt.store.runs import results_dir
+from iowatt.store.schemas import LATENCY_SCHEMA
+from iowatt.store.writer import RunWriter, new_run_id
 
 FORMATS = ("auto", "fio", "filebench")
 

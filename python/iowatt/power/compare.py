@@ -13,7 +13,7 @@ from typing import Any
 
 from iowatt.errors import ConfigError
 from iowatt.power.energy import Work, compare
-from iowatt.store import read_manifest, read_summary
+from iowatt.store.runs import read_manifest, read_summary
 
 
 def compare_runs(

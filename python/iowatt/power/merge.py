@@ -10,7 +10,6 @@ recorded live, and merged into the run's summary, Parquet files, catalog and rep
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,10 @@ from iowatt.errors import ConfigError
 from iowatt.power.recording import Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.power.summary import Window, headline, span, summarize, warnings
-from iowatt.store import event_table, index_run, read_manifest, read_summary
+from iowatt.store.catalog import index_run
+from iowatt.store.runs import read_manifest, read_summary
+from iowatt.store.schemas import event_table
+from iowatt.store.writer import write_atomic
 from iowatt.warnings import WarningSink
 
 
@@ -62,7 +64,7 @@ def import_logs(
     power = _merge(old, new)
     sink.extend(warnings(new))
     summary["power"] = power
-    _replace(run_dir / "summary.json", json.dumps(summary, indent=2, default=str).encode())
+    write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, default=str).encode())
     for name, table in (
         ("power.parquet", data.power_table(manifest["run_id"], t0)),
         ("sensors.parquet", data.sensor_table(manifest["run_id"], t0)),
@@ -127,12 +129,6 @@ def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 def _append_table(path: Path, table: pa.Table) -> None:
     if path.exists():
         table = pa.concat_tables([pq.ParquetFile(path).read(), table])
-    tmp = path.with_suffix(".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-
-
-def _replace(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    write_atomic(path, sink.getvalue().to_pybytes())

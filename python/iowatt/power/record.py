@@ -22,7 +22,9 @@ from iowatt.interrupts import held
 from iowatt.power.recording import DRAIN_S, PowerData, Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.power.summary import Window, summarize, warnings
-from iowatt.store import RunWriter, event_table, index_run, new_run_id
+from iowatt.store.catalog import index_run
+from iowatt.store.schemas import event_table
+from iowatt.store.writer import RunWriter, new_run_id
 from iowatt.warnings import WarningSink
 
 

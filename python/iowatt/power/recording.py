@@ -21,7 +21,7 @@ from iowatt._engine import PowerSampler
 from iowatt.power import meter_map
 from iowatt.power.energy import Series, counter_series, power_series
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec, recorder_config
-from iowatt.store import POWER_SCHEMA, SENSOR_SCHEMA
+from iowatt.store.schemas import POWER_SCHEMA, SENSOR_SCHEMA
 
 DRAIN_S = 0.5
 POWER_UNITS = ("W", "J")

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from iowatt.errors import RunNotFoundError
-from iowatt.store import read_manifest, read_summary
+from iowatt.store.runs import read_manifest, read_summary
 
 _INTERVAL_COLUMNS = ("t_s", "duration_s", "ops_s", "mib_s", "mono_ns")
 PowerSeries = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]

@@ -24,7 +24,9 @@ from iowatt.bench.summary import interval_table
 from iowatt.power import meter_map
 from iowatt.power.record import write_power_files
 from iowatt.power.recording import PowerData
-from iowatt.store import LATENCY_SCHEMA, STEP_SCHEMA, RunWriter, index_run
+from iowatt.store.catalog import index_run
+from iowatt.store.schemas import LATENCY_SCHEMA, STEP_SCHEMA
+from iowatt.store.writer import RunWriter
 
 PLAN = "sweep.json"
 STEPS = "steps.jsonl"

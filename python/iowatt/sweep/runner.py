@@ -24,7 +24,7 @@ from iowatt.hostinfo import host_facts, target_facts
 from iowatt.interrupts import held
 from iowatt.power.recording import Recording
 from iowatt.power.sources import SourceSpec
-from iowatt.store import RunWriter, new_run_id
+from iowatt.store.writer import RunWriter, new_run_id
 from iowatt.sweep.guard import Guardian
 from iowatt.sweep.journal import Journal, finalize
 from iowatt.sweep.plan import Disk, SweepConfig

@@ -1,0 +1,135 @@
+"""The shapes of a run's Parquet files (docs/run-store.md documents every column)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+INTERVAL_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("workload", pa.string()),
+        ("t_s", pa.float64()),
+        ("duration_s", pa.float64()),
+        ("mono_ns", pa.int64()),
+        ("ops", pa.int64()),
+        ("bytes", pa.int64()),
+        ("errors", pa.int64()),
+        ("ops_s", pa.float64()),
+        ("mib_s", pa.float64()),
+        ("p50_ns", pa.int64()),
+        ("p99_ns", pa.int64()),
+        ("p999_ns", pa.int64()),
+        ("max_ns", pa.int64()),
+        # Operations above each slow threshold (the run's ``slow_ns``, 100 and 200 ms by
+        # default), counted from the interval's histogram by the rule latency.parquet follows.
+        ("slow_ns", pa.list_(pa.int64())),
+        ("slow_ops", pa.list_(pa.int64())),
+    ]
+)
+LATENCY_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("workload", pa.string()),
+        ("flowop", pa.string()),
+        ("value_ns", pa.int64()),
+        ("count", pa.int64()),
+    ]
+)
+POWER_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("source", pa.string()),
+        ("channel", pa.string()),
+        ("scope", pa.string()),
+        ("mono_ns", pa.int64()),
+        ("t_s", pa.float64()),
+        ("watts", pa.float64()),
+        ("joules", pa.float64()),
+    ]
+)
+SENSOR_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("source", pa.string()),
+        ("channel", pa.string()),
+        ("unit", pa.string()),
+        ("mono_ns", pa.int64()),
+        ("t_s", pa.float64()),
+        ("value", pa.float64()),
+    ]
+)
+EVENT_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("mono_ns", pa.int64()),
+        ("t_s", pa.float64()),
+        ("source", pa.string()),
+        ("kind", pa.string()),
+        ("message", pa.string()),
+    ]
+)
+# A sweep's measurements: one row per pass, step and disk (the hold window of that step).
+STEP_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("disk", pa.string()),
+        ("stimulus", pa.string()),
+        ("unit", pa.string()),
+        ("pass_no", pa.int32()),
+        ("step", pa.int32()),
+        ("value", pa.float64()),
+        ("start_mono_ns", pa.int64()),
+        ("end_mono_ns", pa.int64()),
+        ("t_s", pa.float64()),
+        ("hold_s", pa.float64()),
+        ("ops", pa.int64()),
+        ("bytes", pa.int64()),
+        ("errors", pa.int64()),
+        ("mib_s", pa.float64()),
+        ("iops", pa.float64()),
+        ("p50_ns", pa.int64()),
+        ("p99_ns", pa.int64()),
+        ("p999_ns", pa.int64()),
+        ("max_ns", pa.int64()),
+    ]
+)
+# A sweep's curves: one row per disk and stimulus value, over every pass that measured it.
+CURVE_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("disk", pa.string()),
+        ("stimulus", pa.string()),
+        ("unit", pa.string()),
+        ("value", pa.float64()),
+        ("passes", pa.int32()),
+        ("mib_s", pa.float64()),
+        ("mib_s_min", pa.float64()),
+        ("mib_s_max", pa.float64()),
+        ("mib_s_std", pa.float64()),
+        ("norm", pa.float64()),
+        ("norm_min", pa.float64()),
+        ("norm_max", pa.float64()),
+        ("iops", pa.float64()),
+        ("p50_ns", pa.int64()),
+        ("p99_ns", pa.int64()),
+        ("max_ns", pa.int64()),
+    ]
+)
+
+
+def event_table(run_id: str, t0_ns: int, events: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """events.parquet from event dicts (``mono_ns``, ``source``, ``kind``, ``message``)."""
+    return pa.table(
+        {
+            "run_id": [run_id] * len(events),
+            "mono_ns": [e["mono_ns"] for e in events],
+            "t_s": [(e["mono_ns"] - t0_ns) / 1e9 for e in events],
+            "source": [e["source"] for e in events],
+            "kind": [e["kind"] for e in events],
+            "message": [e["message"] for e in events],
+        },
+        schema=EVENT_SCHEMA,
+    )
