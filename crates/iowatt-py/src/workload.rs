@@ -1,37 +1,19 @@
-//! `WorkloadRun`: starts the engine on its own thread and lets Python watch, cancel and collect
-//! it without holding the GIL.
+//! `WorkloadRun`: the workload engine's [`RunHandle`] for Python — JSON in, Python data out;
+//! waiting happens without the GIL.
 
-use std::sync::Mutex;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use iowatt_metrics::LatencyHistogram;
-use iowatt_workload::{FileIo, Output, Progress, Status, Workload, WorkloadError};
+use iowatt_workload::{FileIo, Output, RunHandle, Status, Workload};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::{from_workload, raise};
 
-type Outcome = Result<Output, WorkloadError>;
-
 #[pyclass(module = "iowatt._core")]
 pub struct WorkloadRun {
-    workload: Workload,
-    progress: Progress,
-    handle: Mutex<Option<JoinHandle<Outcome>>>,
-    outcome: Mutex<Option<Outcome>>,
-}
-
-impl WorkloadRun {
-    fn with(workload: Workload) -> Self {
-        Self {
-            workload,
-            progress: Progress::new(),
-            handle: Mutex::new(None),
-            outcome: Mutex::new(None),
-        }
-    }
+    handle: RunHandle,
 }
 
 #[pymethods]
@@ -42,7 +24,9 @@ impl WorkloadRun {
         let fileio: FileIo = serde_json::from_str(fileio_json)
             .map_err(|e| raise(py, "ConfigError", format!("invalid workload: {e}"), None))?;
         let workload = fileio.build().map_err(|e| from_workload(py, &e))?;
-        Ok(Self::with(workload))
+        Ok(Self {
+            handle: RunHandle::new(workload),
+        })
     }
 
     /// Takes a whole workload model as JSON (what `iowatt.wml` builds from a `.f` file).
@@ -56,57 +40,36 @@ impl WorkloadRun {
                 None,
             )
         })?;
-        Ok(Self::with(workload))
+        Ok(Self {
+            handle: RunHandle::new(workload),
+        })
     }
 
     /// The workload model (files, threads, flowops) as JSON.
     fn model_json(&self) -> String {
-        serde_json::to_string(&self.workload).expect("the model serializes")
+        serde_json::to_string(self.handle.workload()).expect("the model serializes")
     }
 
     fn start(&self) -> PyResult<()> {
-        let mut handle = self.handle.lock().unwrap();
-        if handle.is_some() {
-            return Err(PyRuntimeError::new_err("the run was already started"));
+        if self.handle.start() {
+            Ok(())
+        } else {
+            Err(PyRuntimeError::new_err("the run was already started"))
         }
-        let workload = self.workload.clone();
-        let progress = self.progress.clone();
-        *handle = Some(std::thread::spawn(move || {
-            iowatt_workload::run(&workload, &progress)
-        }));
-        Ok(())
     }
 
     fn cancel(&self) {
-        self.progress.cancel();
+        self.handle.cancel();
     }
 
     /// Waits up to `timeout_s` for the run to end, without the GIL; true when it has ended.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
-        py.detach(|| loop {
-            let mut handle = self.handle.lock().unwrap();
-            match handle.as_ref() {
-                None => return self.outcome.lock().unwrap().is_some(),
-                Some(h) if h.is_finished() => {
-                    let outcome = handle.take().unwrap().join().unwrap_or_else(|_| {
-                        Err(WorkloadError::Invalid("the engine thread panicked".into()))
-                    });
-                    *self.outcome.lock().unwrap() = Some(outcome);
-                    return true;
-                }
-                Some(_) => {}
-            }
-            drop(handle);
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        })
+        let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
+        py.detach(|| self.handle.wait(timeout))
     }
 
     fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.progress.snapshot();
+        let s = self.handle.progress().snapshot();
         let d = PyDict::new(py);
         d.set_item("phase", s.phase.as_str())?;
         d.set_item("prepared_bytes", s.prepared_bytes)?;
@@ -121,14 +84,17 @@ impl WorkloadRun {
 
     /// The output as plain Python data; raises the run's error if it could not start.
     fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let outcome = self.outcome.lock().unwrap();
-        match outcome.as_ref() {
-            None => Err(PyRuntimeError::new_err(
-                "the run has not ended; call wait()",
-            )),
-            Some(Err(e)) => Err(from_workload(py, e)),
-            Some(Ok(out)) => output_dict(py, out, &self.workload.slow_ns),
-        }
+        let slow_ns = &self.handle.workload().slow_ns;
+        self.handle
+            .with_outcome(|outcome| match outcome {
+                Err(e) => Err(from_workload(py, e)),
+                Ok(out) => output_dict(py, out, slow_ns),
+            })
+            .unwrap_or_else(|| {
+                Err(PyRuntimeError::new_err(
+                    "the run has not ended; call wait()",
+                ))
+            })
     }
 }
 

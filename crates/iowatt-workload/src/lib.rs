@@ -4,13 +4,15 @@
 //! personalities and workload files extend it rather than replace it.
 //!
 //! Public surface: a [`Workload`] (or a [`FileIo`] personality that builds one), a shared
-//! [`Progress`] handle, [`run`], and its [`Output`].
+//! [`Progress`] handle, [`run`], and its [`Output`]; [`RunHandle`] runs it on a thread of its
+//! own for callers that poll.
 
 mod buffers;
 mod collector;
 mod dist;
 mod error;
 mod fileset;
+mod handle;
 mod interp;
 mod offsets;
 mod output;
@@ -26,6 +28,7 @@ mod sync;
 mod worker;
 
 pub use error::WorkloadError;
+pub use handle::{Outcome, RunHandle};
 pub use output::{FlowopOutput, Output, Status};
 pub use personality::FileIo;
 pub use progress::{Phase, Progress, ProgressSnapshot};

@@ -27,10 +27,10 @@ use crate::worker::{thread_cpu_ns, BoundFlowop, Schedule, Worker};
 const START_LEAD_NS: u64 = 20_000_000;
 
 /// The run's clock: when threads start, when measuring starts and ends.
-struct Frame {
+pub(crate) struct Frame {
     start: u64,
-    measure_start: u64,
-    end: u64,
+    pub(crate) measure_start: u64,
+    pub(crate) end: u64,
     /// Per-thread interval between operations when the workload has a rate.
     period: Option<u64>,
     workers: usize,
@@ -54,15 +54,15 @@ impl Frame {
 }
 
 /// What a thread instance is given to set itself up with.
-struct Seat<'w> {
-    worker: usize,
+pub(crate) struct Seat<'w> {
+    pub(crate) worker: usize,
     /// Workload-wide id of the thread's first flowop.
-    base: usize,
+    pub(crate) base: usize,
     /// Which instance of its thread definition it is.
-    instance: usize,
-    thread: &'w ThreadSpec,
-    rng: Rng,
-    recorder: Recorder,
+    pub(crate) instance: usize,
+    pub(crate) thread: &'w ThreadSpec,
+    pub(crate) rng: Rng,
+    pub(crate) recorder: Recorder,
 }
 
 struct WorkerResult {
@@ -159,28 +159,13 @@ fn run_filesets(workload: &Workload, progress: &Progress) -> Result<Output, Work
         workload,
         progress,
         &frame,
-        |seat| Ok((seat.base, interp_for(&shared, seat, progress, &frame))),
+        |seat| {
+            Ok((
+                seat.base,
+                Interp::new(&shared, seat, progress.clone(), &frame),
+            ))
+        },
         body,
-    )
-}
-
-fn interp_for<'s>(
-    shared: &'s Shared,
-    seat: Seat<'s>,
-    progress: &Progress,
-    frame: &Frame,
-) -> Interp<'s> {
-    Interp::new(
-        shared,
-        seat.thread,
-        seat.base,
-        seat.instance,
-        seat.worker,
-        seat.rng,
-        seat.recorder,
-        progress.clone(),
-        frame.measure_start,
-        frame.end,
     )
 }
 

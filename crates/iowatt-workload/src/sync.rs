@@ -10,8 +10,28 @@ use iowatt_metrics::now_ns;
 
 const TICK: Duration = Duration::from_millis(50);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// A poisoned lock is still usable: the data it guards are counters and flags.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Waits on `cv` until `ready` holds, waking every [`TICK`] to ask `stopping`; `None` if the
+/// run stopped first.
+fn wait_until<'a, T>(
+    cv: &Condvar,
+    mut guard: MutexGuard<'a, T>,
+    ready: impl Fn(&T) -> bool,
+    stopping: &dyn Fn() -> bool,
+) -> Option<MutexGuard<'a, T>> {
+    while !ready(&guard) {
+        if stopping() {
+            return None;
+        }
+        guard = cv
+            .wait_timeout(guard, TICK)
+            .map_or_else(|e| e.into_inner().0, |r| r.0);
+    }
+    Some(guard)
 }
 
 /// `eventgen rate=N`: N events per second from the start of the run. Events not consumed
@@ -78,15 +98,9 @@ impl Sem {
         let mut s = lock(&self.state);
         s.1 += value;
         self.cv.notify_all();
-        while s.0 < value {
-            if stopping() {
-                return false;
-            }
-            s = self
-                .cv
-                .wait_timeout(s, TICK)
-                .map_or_else(|e| e.into_inner().0, |r| r.0);
-        }
+        let Some(mut s) = wait_until(&self.cv, s, |s| s.0 >= value, stopping) else {
+            return false;
+        };
         s.0 -= value;
         true
     }
@@ -96,15 +110,10 @@ impl Sem {
         let value = value as i64;
         let mut s = lock(&self.state);
         if blocking {
-            while s.1 < value {
-                if stopping() {
-                    return false;
-                }
-                s = self
-                    .cv
-                    .wait_timeout(s, TICK)
-                    .map_or_else(|e| e.into_inner().0, |r| r.0);
-            }
+            let Some(waited) = wait_until(&self.cv, s, |s| s.1 >= value, stopping) else {
+                return false;
+            };
+            s = waited;
             s.1 -= value;
         }
         s.0 += value;
@@ -122,18 +131,9 @@ pub struct Gate {
 
 impl Gate {
     pub fn wait(&self, stopping: &dyn Fn() -> bool) -> bool {
-        let mut g = lock(&self.generation);
+        let g = lock(&self.generation);
         let seen = *g;
-        while *g == seen {
-            if stopping() {
-                return false;
-            }
-            g = self
-                .cv
-                .wait_timeout(g, TICK)
-                .map_or_else(|e| e.into_inner().0, |r| r.0);
-        }
-        true
+        wait_until(&self.cv, g, |g| *g != seen, stopping).is_some()
     }
 
     pub fn wake(&self) {

@@ -1,6 +1,7 @@
 //! End-to-end runs of the engine on real files in a temporary directory.
 
 mod filesets;
+mod handle;
 mod support;
 
 use std::os::unix::fs::MetadataExt;
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use iowatt_workload::{run, Engine, FileIo, Progress, Status};
 use support::{mincore_pages, TempDir};
 
-fn fileio(personality: &str, dir: &TempDir) -> FileIo {
+pub(crate) fn fileio(personality: &str, dir: &TempDir) -> FileIo {
     FileIo {
         name: personality.into(),
         personality: personality.into(),

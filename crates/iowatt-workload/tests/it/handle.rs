@@ -1,0 +1,72 @@
+//! RunHandle: a run on its own thread, watched, cancelled and waited for.
+
+use std::time::{Duration, Instant};
+
+use iowatt_workload::{RunHandle, Status};
+
+use crate::fileio;
+use crate::support::TempDir;
+
+#[test]
+fn a_handle_runs_in_the_background_and_keeps_its_outcome() {
+    let dir = TempDir::new("handle");
+    let mut cfg = fileio("randomread", &dir);
+    cfg.runtime_ns = 400_000_000;
+    let run = RunHandle::new(cfg.build().unwrap());
+    assert!(
+        !run.wait(Duration::ZERO),
+        "a run never started has not ended"
+    );
+    assert!(run.with_outcome(|_| ()).is_none());
+    assert!(run.start());
+    assert!(!run.start(), "a run starts once");
+    assert!(
+        !run.wait(Duration::from_millis(50)),
+        "still running after 50 ms"
+    );
+    let t0 = Instant::now();
+    while !run.wait(Duration::from_millis(20)) {
+        assert!(t0.elapsed() < Duration::from_secs(30));
+    }
+    let ops = run.progress().snapshot().ops;
+    let (status, out_ops) = run
+        .with_outcome(|o| {
+            let out = o.as_ref().unwrap();
+            (out.status.clone(), out.ops())
+        })
+        .unwrap();
+    assert_eq!(status, Status::Complete);
+    assert!(out_ops > 0 && ops > 0);
+    assert!(run.wait(Duration::ZERO), "an ended run stays ended");
+}
+
+#[test]
+fn cancelling_ends_a_long_run_early_with_what_it_measured() {
+    let dir = TempDir::new("cancel");
+    let mut cfg = fileio("randomread", &dir);
+    cfg.runtime_ns = 60_000_000_000;
+    let run = RunHandle::new(cfg.build().unwrap());
+    assert!(run.start());
+    let t0 = Instant::now();
+    while run.progress().snapshot().ops == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the run never measured"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    run.cancel();
+    assert!(
+        run.wait(Duration::from_secs(10)),
+        "a cancelled run ends promptly"
+    );
+    let (status, ops) = run
+        .with_outcome(|o| {
+            let out = o.as_ref().unwrap();
+            (out.status.clone(), out.ops())
+        })
+        .unwrap();
+    assert_eq!(status, Status::Cancelled);
+    assert!(ops > 0);
+    assert!(t0.elapsed() < Duration::from_secs(20));
+}
