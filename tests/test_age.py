@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from cli_support import Result, assert_user_error, iowatt
 from iowatt import age as age_lib
 from iowatt.errors import RunInterrupted, TargetError
+from support.cli import Result, assert_user_error, iowatt
+from support.wait import wait_for
 
 KiB, MiB = 1024, 1024 * 1024
 SMALL = ("--fill", "3m", "--sizes", "1k..256k", "--quiet")
@@ -214,13 +215,12 @@ def _start_slow_aging(directory: Path) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-c", "from iowatt.cli import main; main()", "age", str(directory),
            "--fill", "512m", "--sizes", "1k..2k", "--quiet"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while not (directory / "iowatt-age" / "d00001").exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.01)
+    wait_for((directory / "iowatt-age" / "d00001").exists, proc,
+             what="the aging to pass its first thousand files")  # fmt: skip
     return proc
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_aging_promptly_and_keeps_its_manifest(tmp_path):
     proc = _start_slow_aging(tmp_path)
     sent = time.monotonic()
@@ -234,6 +234,7 @@ def test_ctrl_c_stops_the_aging_promptly_and_keeps_its_manifest(tmp_path):
     assert on_disk(tmp_path) == present(m) and len(m["files"]) >= 1000
 
 
+@pytest.mark.slow
 def test_a_killed_aging_leaves_nothing_its_manifest_does_not_name(tmp_path, capsys):
     # SIGKILL gives no chance to write the manifest: the files being written were named ahead.
     proc = _start_slow_aging(tmp_path)

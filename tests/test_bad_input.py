@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli_support import assert_user_error, iowatt, manifest, runs_in
+from support.cli import assert_user_error, iowatt, manifest, runs_in
 
 SHORT = ("--runtime", "1s", "--filesize", "8m", "--quiet")
 
@@ -66,6 +66,7 @@ def test_running_out_of_space_mid_run_keeps_the_run_and_says_so(tmp_path, capsys
     assert list(small.iterdir()) == [], "the partial file was removed"
 
 
+@pytest.mark.slow
 @pytest.mark.needs_root
 def test_o_direct_unsupported_suggests_buffered(tmp_path, capsys, mounts):
     ramfs = mounts.mount("-t", "ramfs", "ramfs", target=tmp_path / "ramfs")
@@ -78,6 +79,7 @@ def test_o_direct_unsupported_suggests_buffered(tmp_path, capsys, mounts):
     assert r.code == 0, r.err
 
 
+@pytest.mark.slow
 @pytest.mark.needs_root
 def test_a_block_device_with_a_file_system_is_refused_without_destroy_data(
     tmp_path, capsys, loop_device, sh

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
-from bmc_sim import AUTO_DUTY, BmcSim, fan_firmware_readings
+import pytest
+
+from support.bmc import AUTO_DUTY, BmcSim, fan_firmware_readings
 
 
 def dcmi(bmc: BmcSim) -> dict[str, str]:
@@ -83,6 +85,7 @@ def test_sdr_shows_names_values_and_units(bmc: BmcSim) -> None:
     assert sensor[bmc.discrete][1] == "discrete"
 
 
+@pytest.mark.slow
 def test_changing_a_value_file_changes_the_sensor(bmc: BmcSim) -> None:
     bmc.set_fan(1, 6000)
     bmc.set_fan(2, 1234)  # rounded to the fan's 50 RPM steps
@@ -103,6 +106,7 @@ def test_changing_a_value_file_changes_the_sensor(bmc: BmcSim) -> None:
     assert dcmi(bmc)["Instantaneous power reading"] == "300 Watts"
 
 
+@pytest.mark.slow
 def test_bad_password_and_unreachable_bmc(bmc: BmcSim) -> None:
     wrong = subprocess.run(
         bmc.cmd("dcmi", "power", "reading"),
@@ -184,6 +188,7 @@ def test_fan_firmware_model_rounds_to_fan_steps_and_whole_degrees() -> None:
     assert fan_firmware_readings(100) == {"FAN1": 10200, "FAN2": 9500, "CPU Temp": 30}
 
 
+@pytest.mark.slow
 def test_dell_manual_duty_drives_fans_and_cpu_temperature(bmc: BmcSim) -> None:
     assert bmc.fan_state() == {}
     assert bmc.fan_log() == []
@@ -199,6 +204,7 @@ def test_dell_manual_duty_drives_fans_and_cpu_temperature(bmc: BmcSim) -> None:
     assert bmc.sensors()["CPU Temp"] == "61 degrees C"
 
 
+@pytest.mark.slow
 def test_dell_duty_set_in_automatic_mode_waits_for_manual_mode(bmc: BmcSim) -> None:
     ok(bmc, DELL, 0x02, 0xFF, 20)
     assert bmc.fan_state() == state("auto", AUTO_DUTY, 0, 0, (AUTO_DUTY, AUTO_DUTY))
@@ -227,6 +233,7 @@ def test_supermicro_get_mode_returns_the_mode_set(bmc: BmcSim) -> None:
     assert bmc.fan_log()[:3] == ["smc get mode", "smc mode 2", "smc get mode"]
 
 
+@pytest.mark.slow
 def test_supermicro_zone_duty_takes_effect_only_in_full_mode(bmc: BmcSim) -> None:
     ok(bmc, SMC_MODE, 0x01, 0x02)  # optimal
     ok(bmc, *SMC_ZONE, 0x01, 0x00, 30)
@@ -251,6 +258,7 @@ def test_supermicro_zone_duty_takes_effect_only_in_full_mode(bmc: BmcSim) -> Non
     assert bmc.fan_log()[-3:] == ["smc get zone 1", "smc mode 0", "smc get zone 0"]
 
 
+@pytest.mark.slow
 def test_bad_fan_requests_get_their_completion_codes_and_change_nothing(bmc: BmcSim) -> None:
     refused = {
         (SMC_MODE, 0x01, 0x03): 0xCC,  # no mode 3
@@ -280,6 +288,7 @@ def test_bad_fan_requests_get_their_completion_codes_and_change_nothing(bmc: Bmc
     bmc.wait_for_sensors()  # the values the fixture set
 
 
+@pytest.mark.slow
 def test_paused_bmc_stops_answering_and_resumes_with_its_fan_state(bmc: BmcSim) -> None:
     ok(bmc, DELL, 0x01, 0x00)
     ok(bmc, DELL, 0x02, 0xFF, 40)
@@ -296,6 +305,7 @@ def test_paused_bmc_stops_answering_and_resumes_with_its_fan_state(bmc: BmcSim) 
     shows_duty(bmc, 40)
 
 
+@pytest.mark.slow
 def test_restarted_bmc_forgets_manual_fan_control(bmc: BmcSim) -> None:
     ok(bmc, DELL, 0x01, 0x00)
     ok(bmc, DELL, 0x02, 0xFF, 10)

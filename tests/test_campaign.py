@@ -8,14 +8,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from cli_support import assert_user_error, iowatt, manifest, runs_in
 from iowatt.campaign import load, schedule
+from support.cli import assert_user_error, iowatt, manifest, runs_in
+from support.wait import wait_for
 
 V1_THROTTLE = Path("/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device")
 SMALL = """
@@ -113,6 +113,7 @@ def _started(run_dir: Path) -> int:
     return int(manifest(run_dir)["started_ns"])
 
 
+@pytest.mark.slow
 def test_a_failed_setup_keeps_finished_runs_and_the_campaign_resumes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,6 +155,7 @@ def test_a_failed_setup_keeps_finished_runs_and_the_campaign_resumes(
     assert_user_error(r, "campaign `resume`", "different plan")
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_runs_and_tears_the_environment_down(tmp_path: Path) -> None:
     log = tmp_path / "log"
     text = (
@@ -169,11 +171,8 @@ def test_ctrl_c_keeps_finished_runs_and_tears_the_environment_down(tmp_path: Pat
     proc = subprocess.Popen(
         [str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    # Ready when the first run is written and the second has made its work directory.
-    deadline = time.monotonic() + 60
-    while not (runs_in(results) and any(target.glob("iowatt-*"))):
-        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
-        time.sleep(0.05)
+    wait_for(lambda: bool(runs_in(results)) and any(target.glob("iowatt-*")), proc,
+             what="the first run to be written and the second to start")  # fmt: skip
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -183,6 +182,7 @@ def test_ctrl_c_keeps_finished_runs_and_tears_the_environment_down(tmp_path: Pat
     assert log.read_text().splitlines() == ["up", "down"]
 
 
+@pytest.mark.slow
 def test_bench_repeat_labels_a_series_and_summarises_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from cli_support import iowatt
 from iowatt.cli import VERBS
+from support.cli import iowatt
 
 HEAVY = ("scipy", "matplotlib", "pandas", "duckdb", "pyarrow", "numpy", "jinja2", "rich")
 
@@ -46,6 +46,7 @@ def test_version_and_help_load_no_heavy_library():
     assert not _loaded_by("--help") & {"scipy", "matplotlib", "pandas"}
 
 
+@pytest.mark.slow
 def test_a_bench_loads_no_analysis_stack(tmp_path):
     target = tmp_path / "t"
     target.mkdir()

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli_support import assert_user_error, iowatt
-from compare_fixture import FakeRun, write_runs
+from support.cli import assert_user_error, iowatt
+from support.compare import FakeRun, write_runs
 
 
 def _two_envs(results: Path, n: int = 8, seed: int = 3) -> dict[str, list[float]]:
@@ -113,6 +113,7 @@ def test_runs_not_at_equilibrium_are_warned_about(
     assert "not at equilibrium" in r.out and "warning: w [env=rack]" in r.err
 
 
+@pytest.mark.slow
 def test_the_study_layout_and_every_format(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,6 +13,7 @@ from iowatt.errors import ConfigError
 from iowatt.wml import builtin_path
 
 
+@pytest.mark.slow
 def test_progress_is_visible_and_python_keeps_running_during_a_run(tmp_path):
     config = plan("randomread", Options(runtime="1500ms", filesize="8m", seed=1),
                   results=tmp_path)  # fmt: skip
@@ -51,6 +52,7 @@ def test_plan_checks_every_option_a_notebook_passes(tmp_path):
     assert (config.power[0].kind, config.idle_s, config.report) == ("rapl", 2.0, False)
 
 
+@pytest.mark.slow
 def test_a_workload_file_is_parsed_once_per_run(tmp_path, monkeypatch):
     calls = []
     real = filemacro.parse_file

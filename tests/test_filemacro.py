@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
 from iowatt.wml import BUILTIN, builtin_path
+from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
 
 HERE = Path(__file__).parent
 FILEBENCH = HERE / "wml" / "filebench"
@@ -30,6 +30,7 @@ def _catalog_flowops(results: Path) -> dict[str, dict[str, tuple[str, bool, int]
     return out
 
 
+@pytest.mark.slow
 def test_the_filemacro_suite_runs_all_five_with_per_flowop_results_in_catalog_and_report(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -68,6 +69,7 @@ def test_the_filemacro_suite_runs_all_five_with_per_flowop_results_in_catalog_an
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["fileserver.f", "varmail.f", "webproxy.f", "webserver.f"])
 def test_filebench_macro_files_run_unchanged(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
@@ -84,6 +86,7 @@ def test_filebench_macro_files_run_unchanged(
             assert f["ops"] > 0 and f["p50_ns"] > 0, flowop
 
 
+@pytest.mark.slow
 def test_filebench_oltp_runs_its_semaphores_and_log_writer(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -101,6 +104,7 @@ def test_filebench_oltp_runs_its_semaphores_and_log_writer(
     assert f["dbwrite-a"]["ops"] >= 100 * f["dbwr-block"]["ops"]
 
 
+@pytest.mark.slow
 def test_a_file_with_every_flowop_runs_and_reports_each_on_its_own(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -129,6 +133,7 @@ def test_a_file_with_every_flowop_runs_and_reports_each_on_its_own(
     assert "every_flowop: 2 churn threads, I/O size 4096" in r.err
 
 
+@pytest.mark.slow
 def test_set_overrides_a_variable_and_the_manifest_records_it(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -206,6 +211,7 @@ def test_filesets_larger_than_the_free_space_are_refused_before_anything_is_crea
     assert list(small.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_the_fio_section_puts_a_mixed_workloads_reads_and_writes_apart(capsys, tmp_path):
     target, results = tmp_path / "t", tmp_path / "r"
     target.mkdir()

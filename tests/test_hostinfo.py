@@ -35,7 +35,7 @@ TARGET_KEYS = {
     "logical_block_size",
 }
 if TYPE_CHECKING:
-    from conftest import Mounts
+    from support.system import Mounts
 
 DEVICE_KEYS = TARGET_KEYS - {"path", "fs_type", "mount_point"}
 

@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
 from iowatt.bench.summary import workload_summary
 from iowatt.histogram import STANDARD_PERCENTILES, percentile
 from iowatt.imports import parse
+from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
 
 
 def _fio(where: Path, fmt: str, *jobs: str, extra: tuple[str, ...] = ()) -> Path:
@@ -55,6 +55,7 @@ def _at_rank(values: list[int], counts: list[int], rank: int) -> int:
     return values[int(np.searchsorted(np.cumsum(counts), rank))]
 
 
+@pytest.mark.slow
 def test_fio_json_plus_lands_in_the_catalog_as_fio_printed_it(fio_plus, tmp_path, capsys):
     results, before = tmp_path / "results", fio_plus.read_bytes()
     r = iowatt(capsys, "import", fio_plus, "--label", "env=x", "--results", results)
@@ -140,6 +141,7 @@ def test_repeated_job_names_stay_apart(fio_plus, tmp_path, capsys):
     assert_user_error(r, f"--workload names one workload but `{two}` has 4 fio jobs")
 
 
+@pytest.mark.slow
 def test_plain_fio_json_keeps_the_printed_percentiles_and_writes_no_buckets(tmp_path, capsys):
     out = _fio(tmp_path, "json", "randread")
     r = iowatt(capsys, "import", out, "--workload", "rr4k", "--results", tmp_path / "results")

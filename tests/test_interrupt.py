@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from support.wait import wait_for
+
 
 def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
     target, results = tmp_path / "target", tmp_path / "results"
@@ -23,17 +25,14 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
 
 
 def _wait_until_running(target: Path, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def laid_out() -> bool:
         files = list(target.glob("iowatt-*/largefile1"))
-        if files and files[0].stat().st_size == 16 << 20:
-            time.sleep(1.0)  # past the layout, into the measured phase
-            return
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
-    pytest.fail("the run never started")
+        return bool(files) and files[0].stat().st_size == 16 << 20
+
+    wait_for(laid_out, proc, what="the run to lay out its file")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 130)])
 def test_a_signal_stops_the_run_and_keeps_what_was_measured(tmp_path, sig, code):
     proc, target, results = _start(tmp_path)

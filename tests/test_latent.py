@@ -120,6 +120,7 @@ def test_interleaved_series_with_a_stable_difference_is_quiet() -> None:
     assert analyse_series(values, envs) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [interleaved, blocked, blocked_heavy_tailed])
 def test_false_alarm_rate_is_at_most_alpha(make: Callable[[np.random.Generator], Series]) -> None:
     alarms = np.mean([bool(analyse(make, seed)) for seed in range(300)])
@@ -232,6 +233,7 @@ def four_workload_campaign(g: np.random.Generator) -> list[Series]:
     return [interleaved(g) for _ in range(2)] + [blocked(g), blocked_heavy_tailed(g)]
 
 
+@pytest.mark.slow
 def test_the_false_alarm_rate_is_held_per_campaign() -> None:
     # Four clean series per campaign, alpha shared among them as iowatt compare does.
     alarms = []

@@ -9,7 +9,7 @@ import pytest
 
 from iowatt.errors import ConfigError, MeterFormatError
 from iowatt.power import meter_map
-from power_fixtures import TWO_DISKS
+from support.power import TWO_DISKS
 
 
 def test_two_disks_match_a_hand_calculation(tmp_path: Path) -> None:

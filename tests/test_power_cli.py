@@ -12,14 +12,15 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
-from power_fixtures import TWO_DISKS, counting, every, make_hwmon, make_rapl
+from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
+from support.power import TWO_DISKS, counting, every, make_hwmon, make_rapl
 
 
 def _record(capsys, results: Path, *args: str | Path):
     return iowatt(capsys, "power", "record", "--results", results, "--no-report", *args)
 
 
+@pytest.mark.slow
 def test_cmd_source_energy_is_its_watts_times_the_duration(capsys, tmp_path):
     results = tmp_path / "r"
     r = _record(capsys, results, "--source", "cmd:command=echo 42.5 W", "--hz", "20",
@@ -58,6 +59,7 @@ def test_the_command_exit_status_is_passed_through(capsys, tmp_path):
     assert manifest(run)["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_idle_baseline_gives_dynamic_energy(capsys, tmp_path):
     watts = tmp_path / "watts"
     watts.write_text("20\n")
@@ -77,6 +79,7 @@ def test_idle_baseline_gives_dynamic_energy(capsys, tmp_path):
     assert e["dynamic_j"] == pytest.approx(e["energy_j"] - idle_w * e["duration_s"])
 
 
+@pytest.mark.slow
 def test_rapl_counters_wrapping_during_the_run_give_the_right_energy(capsys, tmp_path):
     max_range = 30_000_000  # 30 J: at 50 W the counter wraps every 0.6 s
     zones = make_rapl(tmp_path / "sys", max_range)
@@ -125,6 +128,7 @@ def test_absent_powercap_is_one_clear_error(capsys, tmp_path):
     assert not runs_in(tmp_path / "r")
 
 
+@pytest.mark.slow
 def test_hwmon_power_energy_and_sensors(capsys, tmp_path):
     cls = make_hwmon(tmp_path / "sys")
     ina = tmp_path / "sys/devices/platform/i2c-1/1-0040/hwmon/hwmon3"
@@ -163,6 +167,7 @@ def logging_meter(log: Path) -> AbstractContextManager[None]:
     return every(0.1, tick)
 
 
+@pytest.mark.slow
 def test_two_disk_shunt_rig_matches_a_hand_calculation(capsys, tmp_path):
     log, cmap, results = tmp_path / "meter.csv", tmp_path / "disks.toml", tmp_path / "r"
     cmap.write_text(TWO_DISKS)
@@ -241,6 +246,7 @@ def test_a_missing_command_is_refused_before_anything_runs(capsys, tmp_path):
     assert_user_error(r, "`no-such-cmd-x`")
 
 
+@pytest.mark.slow
 def test_a_source_failing_mid_run_is_an_event_and_the_run_goes_on(capsys, tmp_path):
     watts = tmp_path / "watts"
     watts.write_text("30\n")
@@ -259,6 +265,7 @@ def test_a_source_failing_mid_run_is_an_event_and_the_run_goes_on(capsys, tmp_pa
     assert "failed polls" in r.err
 
 
+@pytest.mark.slow
 def test_a_watts_up_pro_is_read_live_from_its_serial_port(capsys, tmp_path):
     master, slave = os.openpty()  # the meter's side and the serial device iowatt opens
     os.set_blocking(master, False)

@@ -8,8 +8,8 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from bmc_sim import BmcSim, unused_udp_port
-from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
+from support.bmc import BmcSim, unused_udp_port
+from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
 
 
 def _source(bmc: BmcSim, **extra: object) -> str:
@@ -18,6 +18,7 @@ def _source(bmc: BmcSim, **extra: object) -> str:
     return "ipmi:" + ",".join(f"{k}={v}" for k, v in opts.items())
 
 
+@pytest.mark.slow
 def test_record_reads_the_simulated_watts_and_integrates_them(capsys, tmp_path, bmc):
     bmc.set_power(248)
     bmc.set_fan(1, 4200)
@@ -55,6 +56,7 @@ def test_password_from_an_environment_variable(capsys, tmp_path, bmc, monkeypatc
     assert "MY_BMC_PW" not in (runs_in(tmp_path / "r")[0] / "manifest.json").read_text()
 
 
+@pytest.mark.slow
 def test_an_unreachable_bmc_is_one_clear_error(capsys, tmp_path, bmc):
     port = unused_udp_port()
     source = _source(bmc, timeout=2).replace(f"port={bmc.port}", f"port={port}")
@@ -64,6 +66,7 @@ def test_an_unreachable_bmc_is_one_clear_error(capsys, tmp_path, bmc):
     assert not runs_in(tmp_path / "r")
 
 
+@pytest.mark.slow
 def test_a_bmc_lost_mid_run_is_an_event_and_the_run_goes_on(capsys, tmp_path, bmc):
     results = tmp_path / "r"
 
@@ -89,6 +92,7 @@ def test_a_bmc_lost_mid_run_is_an_event_and_the_run_goes_on(capsys, tmp_path, bm
     assert work["cmd/cmd"]["gap_s"] == 0 and work["cmd/cmd"]["avg_w"] == pytest.approx(3.0)
 
 
+@pytest.mark.slow
 def test_impossible_dcmi_readings_are_counted_not_recorded(capsys, tmp_path, bmc):
     bmc.set_dcmi(0)
     r = iowatt(capsys, "power", "record", "--results", tmp_path / "r", "--no-report",

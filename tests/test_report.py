@@ -12,13 +12,13 @@ import pytest
 from matplotlib.colors import to_rgb
 from PIL import Image
 
-import chromium
 from iowatt.errors import RunNotFoundError
 from iowatt.histogram import percentile
 from iowatt.report import write_report
 from iowatt.report.context import PERCENTILES
 from iowatt.units import format_duration, format_ns
-from report_fixture import Workload, brute_percentile, make_run
+from support import chromium
+from support.report import Workload, brute_percentile, make_run
 
 WORKLOADS = {
     "randread8k": Workload(median_us=80),
@@ -80,6 +80,7 @@ def percentile_rows(html: str) -> dict[tuple[str, str], str]:
     return {(run, workload): body for run, workload, body in rows}
 
 
+@pytest.mark.slow
 def test_report_is_one_self_contained_file(report: Path) -> None:
     html = report.read_text(encoding="utf-8")
     assert [p.name for p in report.parent.iterdir()] == ["report.html"]
@@ -213,6 +214,7 @@ def rendered(html_path: Path, png_path: Path) -> tuple[np.ndarray, dict[str, np.
     }
 
 
+@pytest.mark.slow
 def test_plots_render_in_chromium(report: Path, empty_report: Path, tmp_path: Path) -> None:
     page, plots = rendered(report, tmp_path / "report.png")
     assert (page < 250).any(axis=-1).mean() > 0.03, "the page is blank"

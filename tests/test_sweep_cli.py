@@ -15,9 +15,10 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from cli_support import assert_user_error, iowatt, manifest, runs_in, summary
 from iowatt.curve import read_curve
 from iowatt.sweep.guard import DIED
+from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
+from support.wait import wait_for
 
 FAST = ("--settle", "0.3s", "--hold", "0.7s", "--iosize", "64k", "--no-report")
 
@@ -27,6 +28,7 @@ def _logger(log: Path) -> str:
     return f"sh -c 'echo {{value}} >> {log}'"
 
 
+@pytest.mark.slow
 def test_cmd_sweep_sets_every_value_in_order_and_records_each_disks_curve(
     capsys, tmp_path, loop_device
 ):
@@ -70,6 +72,7 @@ def test_cmd_sweep_sets_every_value_in_order_and_records_each_disks_curve(
     assert con.execute("SELECT count(*) FROM sweep").fetchone() == (3,)
 
 
+@pytest.mark.slow
 def test_a_directory_disk_gets_a_file_of_size_and_is_left_as_it_was(capsys, tmp_path):
     target, results = tmp_path / "disk", tmp_path / "results"
     target.mkdir()
@@ -84,6 +87,7 @@ def test_a_directory_disk_gets_a_file_of_size_and_is_left_as_it_was(capsys, tmp_
     assert manifest(run_dir)["config"]["disks"][0]["size"] == 16 << 20
 
 
+@pytest.mark.slow
 def test_manual_driver_waits_for_enter_at_each_step(tmp_path, loop_device):
     results = tmp_path / "results"
     proc = subprocess.run(
@@ -164,15 +168,12 @@ def _start_long_sweep(tmp_path: Path, loop_device: Path) -> tuple[subprocess.Pop
          "--results", str(tmp_path / "results"), "--no-report"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not (log.exists() and log.read_text().strip()):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the sweep never set its first value"
-        time.sleep(0.05)
-    time.sleep(2.0)  # into the first hold window
+    wait_for(lambda: log.exists() and bool(log.read_text().strip()), proc,
+             what="the sweep to set its first value")  # fmt: skip
     return proc, reset
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_resets_the_stimulus_and_writes_an_incomplete_run(tmp_path, loop_device, sig):
     proc, reset = _start_long_sweep(tmp_path, loop_device)
@@ -186,6 +187,7 @@ def test_a_signal_resets_the_stimulus_and_writes_an_incomplete_run(tmp_path, loo
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_sigkill_leaves_the_guardian_to_reset_and_write_the_run(tmp_path, loop_device):
     proc, reset = _start_long_sweep(tmp_path, loop_device)
     proc.kill()

@@ -18,9 +18,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from bmc_sim import BmcSim
-from cli_support import manifest, runs_in
 from iowatt.sweep.guard import DIED
+from support.bmc import BmcSim
+from support.cli import manifest, runs_in
+from support.wait import wait_for
 
 
 def _bmc_option(bmc: BmcSim) -> str:
@@ -48,6 +49,7 @@ def _rpm(duty: float) -> float:
     return round((600 + 96 * duty) / 50) * 50
 
 
+@pytest.mark.slow
 def test_dell_fan_sweep_steps_the_duty_reads_the_fans_and_gives_control_back(
     bmc, tmp_path, loop_device
 ):
@@ -72,6 +74,7 @@ def test_dell_fan_sweep_steps_the_duty_reads_the_fans_and_gives_control_back(
     assert bmc.temps[0] in temps
 
 
+@pytest.mark.slow
 def test_supermicro_sweep_puts_back_the_mode_it_found(bmc, tmp_path, loop_device):
     assert bmc.run("raw", "0x30", "0x45", "0x01", "0x02").returncode == 0  # "optimal"
     done = _run(_sweep(bmc, tmp_path, loop_device, "--vendor", "supermicro", "--steps", "80,40",
@@ -84,6 +87,7 @@ def test_supermicro_sweep_puts_back_the_mode_it_found(bmc, tmp_path, loop_device
     assert bmc.fan_state()["smc_mode"] == "2"
 
 
+@pytest.mark.slow
 def test_a_temperature_past_the_limit_sets_full_fans_and_stops(bmc, tmp_path, loop_device):
     bmc.set_thermal(30, 1.0)  # 30 °C at full duty, 100 °C with the fans off
     done = _run(_sweep(bmc, tmp_path, loop_device, "--vendor", "dell", "--steps", "100,60,0,20",
@@ -102,15 +106,17 @@ def test_a_temperature_past_the_limit_sets_full_fans_and_stops(bmc, tmp_path, lo
     assert any(e["kind"] == "watchdog" and e["message"] == "safe stimulus set" for e in events)
 
 
+@pytest.mark.slow
 def test_a_bmc_that_stops_answering_stops_the_sweep_with_full_fans(bmc, tmp_path, loop_device):
     proc = subprocess.Popen(
         _sweep(bmc, tmp_path, loop_device, "--vendor", "dell", "--steps", "50,40",
                "--settle", "1s", "--hold", "60s", "--stale", "3s"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    _wait_for(lambda: "dell duty 50" in bmc.fan_log(), proc)
+    wait_for(lambda: "dell duty 50" in bmc.fan_log(), proc)
     bmc.pause()
-    time.sleep(8)  # past --stale: the watchdog trips and keeps trying to set the fans
+    # The watchdog journals its trip, then keeps trying to set the fans of the silent BMC.
+    wait_for(lambda: _journal_has(tmp_path / "results", '"kind": "watchdog"'), proc)
     bmc.resume()
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
@@ -121,6 +127,7 @@ def test_a_bmc_that_stops_answering_stops_the_sweep_with_full_fans(bmc, tmp_path
     assert manifest(run_dir)["status"] == "incomplete"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_a_stopped_or_killed_sweep_gives_the_fans_back(bmc, tmp_path, loop_device, sig):
     proc = subprocess.Popen(
@@ -128,8 +135,7 @@ def test_a_stopped_or_killed_sweep_gives_the_fans_back(bmc, tmp_path, loop_devic
                "--settle", "1s", "--hold", "60s"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    _wait_for(lambda: "dell duty 30" in bmc.fan_log(), proc)
-    time.sleep(1.5)
+    wait_for(lambda: "dell duty 30" in bmc.fan_log(), proc)
     proc.send_signal(sig)
     proc.communicate(timeout=120)
     results = tmp_path / "results"
@@ -146,9 +152,6 @@ def test_a_stopped_or_killed_sweep_gives_the_fans_back(bmc, tmp_path, loop_devic
         assert proc.returncode == 130
 
 
-def _wait_for(condition, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+def _journal_has(results: Path, text: str) -> bool:
+    """Whether a running sweep's journal of events (in its temporary run directory) has it."""
+    return any(text in p.read_text() for p in results.glob(".tmp-*/events.jsonl"))

@@ -14,7 +14,7 @@ import pytest
 from iowatt.report import write_report
 from iowatt.report.sweep import MAX_EVENTS
 from iowatt.units import format_ns, format_rate
-from report_fixture import SweepDisk, Workload, brute_percentile, make_run, make_sweep_run
+from support.report import SweepDisk, Workload, brute_percentile, make_run, make_sweep_run
 from test_report import NAMESPACES, PLOTS, colour_pixels, figures, percentile_rows, rendered
 
 SWEEP_ID = "20261121-160000-sweep-5a5a5a"
@@ -62,6 +62,7 @@ def attribute(attrs: str, name: str) -> str:
     return found[1]
 
 
+@pytest.mark.slow
 def test_sweep_section_and_plots(sweep_html: str) -> None:
     html = sweep_html
     assert "<h2>Characterization sweep</h2>" in html
@@ -141,6 +142,7 @@ def test_events_are_listed(sweep_html: str) -> None:
     assert texts[-1] == f"30.0 s watchdog {WATCHDOG}"
 
 
+@pytest.mark.slow
 def test_long_event_lists_are_cut_short(tmp_path: Path) -> None:
     values = [float(v) for v in range(20, 100)]  # 80 stimulus events in one pass
     run = make_sweep_run(tmp_path, SWEEP_ID, {"ssd": DISKS["ssd"]}, values, passes=1, seed=3)
@@ -184,6 +186,7 @@ def test_sweep_without_data_files(tmp_path: Path) -> None:
     assert '<ul class="events">' not in html
 
 
+@pytest.mark.slow
 def test_bench_and_sweep_in_one_report(sweep_run: Path, tmp_path: Path) -> None:
     workloads = {"randread8k": Workload(median_us=80), "seqwrite1m": Workload(median_us=900)}
     bench = make_run(tmp_path, BENCH_ID, workloads, seed=1)
@@ -205,6 +208,7 @@ def test_bench_and_sweep_in_one_report(sweep_run: Path, tmp_path: Path) -> None:
     assert len(ids) == len(set(ids)), "several inline SVGs must not share element ids"
 
 
+@pytest.mark.slow
 def test_sweep_renders_in_chromium(sweep_run: Path, tmp_path: Path) -> None:
     report = write_report([sweep_run], tmp_path / "report.html")
     page, plots = rendered(report, tmp_path / "report.png")

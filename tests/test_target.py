@@ -25,7 +25,7 @@ from iowatt.target import (
 from iowatt.units import format_bytes
 
 if TYPE_CHECKING:
-    from conftest import Mounts
+    from support.system import Mounts
 
 Sh = Callable[..., Any]
 MiB = 1024 * 1024

@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cli_support import iowatt, runs_in
 from iowatt.warnings import Kind, RunWarning, WarningSink
+from support.cli import iowatt, runs_in
 
 
 def _warnings(run_dir: Path) -> list[str]:
@@ -36,6 +36,7 @@ def test_the_sink_shows_each_warning_once_and_keeps_it_for_the_events():
     assert {(e["source"], e["kind"]) for e in events} == {("iowatt", "warning")}
 
 
+@pytest.mark.slow
 @pytest.mark.needs_root
 def test_a_tmpfs_target_warns_under_json_and_the_run_records_it(capsys, tmp_path, mounts):
     target = mounts.mount("-t", "tmpfs", "-o", "size=64m", "none", target=tmp_path / "shm")
@@ -50,6 +51,7 @@ def test_a_tmpfs_target_warns_under_json_and_the_run_records_it(capsys, tmp_path
     assert _warnings(run_dir) == [f"tmpfs-target: {tmpfs}"]
 
 
+@pytest.mark.slow
 def test_power_warnings_of_a_bench_are_shown_and_recorded(capsys, tmp_path):
     # A source whose first poll answers and every later one fails: failed polls and a gap.
     flag = tmp_path / "answered"
@@ -71,6 +73,7 @@ def test_power_warnings_of_a_bench_are_shown_and_recorded(capsys, tmp_path):
         assert r.err.count(f"warning: {shown}") == 1
 
 
+@pytest.mark.slow
 def test_settings_a_workload_file_ignores_are_warned_about_and_recorded(capsys, tmp_path):
     wml = tmp_path / "nice.f"
     wml.write_text(

@@ -68,10 +68,11 @@ def compare_cmd(
         raise ConfigError(f"--alpha `{alpha}` must be between 0 and 1", "e.g. --alpha 0.05")
     if resamples < 100:
         raise ConfigError(f"--resamples `{resamples}` is too few", "use at least 1000")
+    noise_pct = _noise(noise)
     filters = Filters(parse_labels(labels), runs, workloads, include_incomplete)
     thresholds = parse_thresholds(slow) if slow else DEFAULT_SLOW_NS
     rows = load_rows(results_dir(results), filters, by, thresholds)
-    settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed, _noise(noise))
+    settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed, noise_pct)
     comparison = compare(rows, settings)
     if fmt == "html":
         from iowatt.report.compare_page import compare_page  # matplotlib: only for a page

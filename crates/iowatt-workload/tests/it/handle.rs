@@ -29,12 +29,7 @@ fn a_handle_runs_in_the_background_and_keeps_its_outcome() {
         assert!(t0.elapsed() < Duration::from_secs(30));
     }
     let ops = run.progress().snapshot().ops;
-    let (status, out_ops) = run
-        .with_outcome(|o| {
-            let out = o.as_ref().unwrap();
-            (out.status.clone(), out.ops())
-        })
-        .unwrap();
+    let (status, out_ops) = status_and_ops(&run);
     assert_eq!(status, Status::Complete);
     assert!(out_ops > 0 && ops > 0);
     assert!(run.wait(Duration::ZERO), "an ended run stays ended");
@@ -60,13 +55,16 @@ fn cancelling_ends_a_long_run_early_with_what_it_measured() {
         run.wait(Duration::from_secs(10)),
         "a cancelled run ends promptly"
     );
-    let (status, ops) = run
-        .with_outcome(|o| {
-            let out = o.as_ref().unwrap();
-            (out.status.clone(), out.ops())
-        })
-        .unwrap();
+    let (status, ops) = status_and_ops(&run);
     assert_eq!(status, Status::Cancelled);
     assert!(ops > 0);
     assert!(t0.elapsed() < Duration::from_secs(20));
+}
+
+fn status_and_ops(run: &RunHandle) -> (Status, u64) {
+    run.with_outcome(|o| {
+        let out = o.as_ref().expect("the run produced an output");
+        (out.status.clone(), out.ops())
+    })
+    .expect("the run has ended")
 }

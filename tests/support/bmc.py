@@ -54,7 +54,7 @@ from typing import Any
 
 import pytest
 
-TEMPLATES = Path(__file__).parent / "bmc"
+TEMPLATES = Path(__file__).parent.parent / "bmc"
 OPENIPMI_INCLUDE = Path(os.environ.get("OPENIPMI_INCLUDE", "/usr/include"))
 HOST = "127.0.0.1"
 USER = "iowatt"
