@@ -4,13 +4,16 @@ use std::time::{Duration, Instant};
 
 use iowatt_workload::{RunHandle, Status};
 
+use iowatt_workload::FileIo;
+
 use crate::fileio;
-use crate::support::TempDir;
+use crate::support::{exclusive, TempDir};
 
 #[test]
 fn a_handle_runs_in_the_background_and_keeps_its_outcome() {
+    let _alone = exclusive();
     let dir = TempDir::new("handle");
-    let mut cfg = fileio("randomread", &dir);
+    let mut cfg = light(fileio("randomread", &dir));
     cfg.runtime_ns = 400_000_000;
     let run = RunHandle::new(cfg.build().unwrap());
     assert!(
@@ -37,8 +40,9 @@ fn a_handle_runs_in_the_background_and_keeps_its_outcome() {
 
 #[test]
 fn cancelling_ends_a_long_run_early_with_what_it_measured() {
+    let _alone = exclusive();
     let dir = TempDir::new("cancel");
-    let mut cfg = fileio("randomread", &dir);
+    let mut cfg = light(fileio("randomread", &dir));
     cfg.runtime_ns = 60_000_000_000;
     let run = RunHandle::new(cfg.build().unwrap());
     assert!(run.start());
@@ -67,4 +71,11 @@ fn status_and_ops(run: &RunHandle) -> (Status, u64) {
         (out.status.clone(), out.ops())
     })
     .expect("the run has ended")
+}
+
+/// One rate-limited thread: these runs share the machine with the tests that time the engine.
+fn light(mut cfg: FileIo) -> FileIo {
+    cfg.nthreads = 1;
+    cfg.rate = Some(2000.0);
+    cfg
 }

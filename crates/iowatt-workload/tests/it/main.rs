@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
 use iowatt_workload::{run, Engine, FileIo, Progress, Status};
-use support::{mincore_pages, TempDir};
+use support::{exclusive, mincore_pages, TempDir};
 
 pub(crate) fn fileio(personality: &str, dir: &TempDir) -> FileIo {
     FileIo {
@@ -171,6 +171,7 @@ fn intervals_add_up_to_the_totals() {
 
 #[test]
 fn a_rate_limit_issues_the_intended_number_of_operations() {
+    let _alone = exclusive();
     let dir = TempDir::new("rate");
     let mut cfg = fileio("randomread", &dir);
     cfg.rate = Some(400.0);

@@ -48,3 +48,10 @@ pub fn mincore_pages(path: &Path) -> Vec<bool> {
     }
     vec.into_iter().map(|b| b & 1 == 1).collect()
 }
+
+/// Held by the tests that time the engine and by the ones that would load the machine beside
+/// them: a rate-limited run shares two cores badly with a run that reads as fast as it can.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
