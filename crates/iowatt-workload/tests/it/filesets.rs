@@ -6,7 +6,7 @@ use std::path::Path;
 use iowatt_workload::{run, Output, Progress, Status, Workload};
 use serde_json::{json, Value};
 
-use crate::support::{mincore_pages, TempDir};
+use crate::support::{exclusive, mincore_pages, TempDir};
 
 fn workload(dir: &Path, filesets: Value, threads: Value, extra: Value) -> Workload {
     let mut w = json!({
@@ -71,6 +71,7 @@ fn fileserver(dir: &Path, nthreads: u32) -> Workload {
 
 #[test]
 fn fileserver_runs_every_flowop_and_the_tree_holds_what_was_created_and_deleted() {
+    let _alone = exclusive();
     let dir = TempDir::new("fileserver");
     let w = fileserver(dir.path(), 4);
     let out = run(&w, &Progress::new()).unwrap();
@@ -103,6 +104,7 @@ fn fileserver_runs_every_flowop_and_the_tree_holds_what_was_created_and_deleted(
 
 #[test]
 fn a_thread_that_runs_out_of_files_stops_a_timed_run_and_says_why() {
+    let _alone = exclusive();
     let dir = TempDir::new("nofile");
     let w = workload(
         dir.path(),
@@ -123,6 +125,7 @@ fn a_thread_that_runs_out_of_files_stops_a_timed_run_and_says_why() {
 
 #[test]
 fn finishoncount_ends_an_alldone_run_when_every_thread_is_done() {
+    let _alone = exclusive();
     let dir = TempDir::new("finish");
     let w = workload(
         dir.path(),
@@ -144,6 +147,7 @@ fn finishoncount_ends_an_alldone_run_when_every_thread_is_done() {
 
 #[test]
 fn semblock_waits_for_value_posts_from_other_threads() {
+    let _alone = exclusive();
     let dir = TempDir::new("sem");
     let w = workload(
         dir.path(),
@@ -173,6 +177,7 @@ fn semblock_waits_for_value_posts_from_other_threads() {
 
 #[test]
 fn eventlimit_paces_a_thread_at_the_event_rate() {
+    let _alone = exclusive();
     let dir = TempDir::new("events");
     let w = workload(
         dir.path(),
@@ -191,6 +196,7 @@ fn eventlimit_paces_a_thread_at_the_event_rate() {
 
 #[test]
 fn opennext_rotates_slots_and_opens_every_file_of_the_set() {
+    let _alone = exclusive();
     let dir = TempDir::new("opennext");
     let w = workload(
         dir.path(),

@@ -34,6 +34,7 @@ pub(crate) fn fileio(personality: &str, dir: &TempDir) -> FileIo {
 
 #[test]
 fn random_writes_land_on_iosize_aligned_blocks_across_the_whole_file() {
+    let _alone = exclusive();
     let dir = TempDir::new("rw");
     let mut cfg = fileio("randomwrite", &dir);
     cfg.runtime_ns = 1;
@@ -81,6 +82,7 @@ fn random_writes_land_on_iosize_aligned_blocks_across_the_whole_file() {
 
 #[test]
 fn random_reads_touch_the_whole_file() {
+    let _alone = exclusive();
     let dir = TempDir::new("rr");
     let mut cfg = fileio("randomread", &dir);
     cfg.filesize = 64 << 20;
@@ -115,6 +117,7 @@ fn random_reads_touch_the_whole_file() {
 
 #[test]
 fn sequential_writes_grow_the_file_by_exactly_the_bytes_reported() {
+    let _alone = exclusive();
     let dir = TempDir::new("sw");
     let mut cfg = fileio("singlestreamwrite", &dir);
     cfg.nthreads = 1;
@@ -138,6 +141,7 @@ fn sequential_writes_grow_the_file_by_exactly_the_bytes_reported() {
 
 #[test]
 fn direct_io_with_io_uring_keeps_iodepth_in_flight() {
+    let _alone = exclusive();
     let dir = TempDir::new("uring");
     let mut cfg = fileio("randomread", &dir);
     cfg.engine = Engine::IoUring;
@@ -154,6 +158,7 @@ fn direct_io_with_io_uring_keeps_iodepth_in_flight() {
 
 #[test]
 fn intervals_add_up_to_the_totals() {
+    let _alone = exclusive();
     let dir = TempDir::new("iv");
     let mut cfg = fileio("randomread", &dir);
     cfg.runtime_ns = 2_000_000_000;
@@ -172,7 +177,7 @@ fn intervals_add_up_to_the_totals() {
 #[test]
 fn a_rate_limit_issues_the_intended_number_of_operations() {
     let _alone = exclusive();
-    let dir = TempDir::new("rate");
+    let dir = TempDir::in_memory("rate");
     let mut cfg = fileio("randomread", &dir);
     cfg.rate = Some(400.0);
     cfg.runtime_ns = 1_000_000_000;
@@ -186,6 +191,7 @@ fn a_rate_limit_issues_the_intended_number_of_operations() {
 
 #[test]
 fn cancelling_stops_a_long_run_promptly_and_keeps_what_was_measured() {
+    let _alone = exclusive();
     let dir = TempDir::new("cancel");
     let mut cfg = fileio("randomread", &dir);
     cfg.runtime_ns = 60_000_000_000;
@@ -209,6 +215,7 @@ fn cancelling_stops_a_long_run_promptly_and_keeps_what_was_measured() {
 
 #[test]
 fn unknown_personalities_and_impossible_configs_are_refused() {
+    let _alone = exclusive();
     let dir = TempDir::new("bad");
     let mut cfg = fileio("randomsomething", &dir);
     let err = cfg.build().unwrap_err();

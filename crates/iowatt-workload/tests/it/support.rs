@@ -6,7 +6,18 @@ pub struct TempDir(PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
-        let path = std::env::temp_dir().join(format!(
+        Self::under(&std::env::temp_dir(), tag)
+    }
+
+    /// In memory (/dev/shm, where there is one): for tests of the engine's own timing, which
+    /// a disk busy writing back someone else's files would slow down.
+    pub fn in_memory(tag: &str) -> Self {
+        let shm = Path::new("/dev/shm");
+        Self::under(if shm.is_dir() { shm } else { Path::new("/tmp") }, tag)
+    }
+
+    fn under(root: &Path, tag: &str) -> Self {
+        let path = root.join(format!(
             "iowatt-it-{tag}-{}-{}",
             std::process::id(),
             iowatt_metrics::now_ns()
@@ -49,8 +60,8 @@ pub fn mincore_pages(path: &Path) -> Vec<bool> {
     vec.into_iter().map(|b| b & 1 == 1).collect()
 }
 
-/// Held by the tests that time the engine and by the ones that would load the machine beside
-/// them: a rate-limited run shares two cores badly with a run that reads as fast as it can.
+/// Held by every test that runs the engine: a run timed by its test (a rate limit) shares two
+/// cores badly with another run going as fast as it can, so they run one at a time.
 pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
