@@ -117,6 +117,7 @@ class Reporter(Protocol):
     def workload_started(self, wl: WorkloadConfig) -> None: ...
     def update(self, wl: WorkloadConfig, progress: Progress) -> None: ...
     def workload_finished(self, wl: WorkloadConfig, summary: dict[str, Any]) -> None: ...
+    def note(self, message: str) -> None: ...
 
 
 class SilentReporter:
@@ -127,6 +128,9 @@ class SilentReporter:
         pass
 
     def workload_finished(self, wl: WorkloadConfig, summary: dict[str, Any]) -> None:
+        pass
+
+    def note(self, message: str) -> None:
         pass
 
 

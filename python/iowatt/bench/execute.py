@@ -62,7 +62,7 @@ def run(
         device = _check_target(config, target)
         host = host_facts(target)
         _warn_about(config, host, sink)
-        power.start()
+        power.start(reporter)
         if not device:
             workdir = target / f"iowatt-{run_id}"
             workdir.mkdir()

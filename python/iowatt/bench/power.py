@@ -1,12 +1,11 @@
-"""Power recorded around a bench's workloads, when ``--power`` asked for it."""
+"""Power around a bench: the idle baseline, the work, and the power section of summary.json."""
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
-from iowatt.bench.config import BenchConfig, Outcome
+from iowatt.bench.config import BenchConfig, Outcome, Reporter
 from iowatt.power.recording import PowerData, Recording
 from iowatt.power.summary import Window, span, summarize
 
@@ -21,18 +20,14 @@ class BenchPower:
         self.idle: Window | None = None
         self.data: PowerData | None = None
 
-    def start(self) -> None:
+    def start(self, reporter: Reporter) -> None:
         if not self.config.power:
             return
         self.rec = Recording(self.config.power, self.config.power_hz, self.config.clock_anchor)
         self.t0 = time.monotonic_ns()
         self.rec.start()
         if self.config.idle_s > 0:
-            print(
-                f"measuring idle power for {self.config.idle_s:g} s before the work",
-                file=sys.stderr,
-                flush=True,
-            )
+            reporter.note(f"measuring idle power for {self.config.idle_s:g} s before the work")
             start = self.rec.mark("idle")
             self.rec.wait(self.config.idle_s)
             self.idle = Window(start, time.monotonic_ns())

@@ -72,6 +72,9 @@ class RichReporter:
             live = f"{summary['status']} after {measured:.1f} s  {live}"
         self.bars.update(self.task, completed=done, live=live)
 
+    def note(self, message: str) -> None:
+        self.console.print(message, markup=False, highlight=False)
+
     def close(self) -> None:
         if self.bars.live.is_started:
             self.bars.stop()
