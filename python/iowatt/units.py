@@ -116,12 +116,11 @@ def _si(value: float | None, unit: str) -> str:
 
 def parse_pairs(items: Iterable[str], option: str, example: str) -> dict[str, str]:
     """``("env=rack", ...)`` → ``{"env": "rack"}``: KEY=VALUE options (labels, ``--set``); a
-    ConfigError naming the malformed entry. A leading ``$`` on the key is dropped (FileBench
-    writes variables so)."""
+    ConfigError naming the malformed entry."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
-        key = key.strip().removeprefix("$")
+        key = key.strip()
         if not sep or not key or not value.strip():
             raise ConfigError(f"{option} `{item}` is not KEY=VALUE", f"e.g. {example}")
         out[key] = value.strip()

@@ -33,9 +33,6 @@ class RunWarning:
     kind: Kind
     message: str
 
-    def __str__(self) -> str:
-        return self.message
-
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
@@ -64,6 +61,11 @@ class WarningSink:
     def events(self) -> list[dict[str, Any]]:
         """Rows for the run's events table."""
         return [
-            {"mono_ns": t, "source": "iowatt", "kind": "warning", "message": f"{w.kind.value}: {w}"}
+            {
+                "mono_ns": t,
+                "source": "iowatt",
+                "kind": "warning",
+                "message": f"{w.kind.value}: {w.message}",
+            }
             for t, w in self.recorded
         ]

@@ -36,7 +36,8 @@ def is_wml(what: str) -> bool:
 
 def parse_sets(items: tuple[str, ...]) -> dict[str, str]:
     """``("nthreads=32",)`` → ``{"nthreads": "32"}`` (a leading ``$`` is allowed)."""
-    return parse_pairs(items, "--set", "--set nthreads=32 --set nfiles=1000")
+    pairs = parse_pairs(items, "--set", "--set nthreads=32 --set nfiles=1000")
+    return {name.removeprefix("$"): value for name, value in pairs.items()}
 
 
 def _overrides(opts: Options, defined: Mapping[str, str], strict: bool) -> dict[str, str]:

@@ -12,10 +12,9 @@ from iowatt.bench.config import BenchConfig, Outcome
 from iowatt.bench.power import BenchPower
 from iowatt.bench.summary import fio_job, interval_table, latency_table
 from iowatt.errors import IowattError
-from iowatt.interrupts import held
 from iowatt.power.record import write_power_files
 from iowatt.power.summary import warnings as power_warnings
-from iowatt.store.catalog import index_run
+from iowatt.store.catalog import publish
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import RunWriter
 from iowatt.warnings import WarningSink
@@ -89,11 +88,7 @@ def write_run(
         write_power_files(writer, power.data, power.t0, sink.events())
     elif sink.recorded:
         writer.write_table("events.parquet", event_table(writer.run_id, power.t0, sink.events()))
-    with held() as pending:  # a committed run is always indexed
-        run_dir = writer.commit()
-        index_run(config.results, run_dir)
-    if pending:
-        raise KeyboardInterrupt
+    run_dir = publish(writer)
     if config.report and outcomes:
         from iowatt.report import write_report  # matplotlib is slow to import; only when needed
 

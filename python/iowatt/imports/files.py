@@ -15,7 +15,7 @@ from iowatt.errors import ConfigError, ImportFormatError
 from iowatt.imports.filebench import parse as parse_filebench
 from iowatt.imports.fio import parse as parse_fio
 from iowatt.imports.model import Histogram, Parsed, read_text
-from iowatt.store.catalog import index_run
+from iowatt.store.catalog import publish
 from iowatt.store.runs import results_dir
 from iowatt.store.schemas import LATENCY_SCHEMA
 from iowatt.store.writer import RunWriter, new_run_id
@@ -62,9 +62,7 @@ def write(parsed: Parsed, labels: Mapping[str, str], results: Path) -> Path:
     writer.write_json("summary.json", summary)
     if parsed.histograms:
         writer.write_table("latency.parquet", _latency_table(writer.run_id, parsed.histograms))
-    run_dir = writer.commit()
-    index_run(results, run_dir)
-    return run_dir
+    return publish(writer)
 
 
 def import_files(

@@ -18,11 +18,10 @@ from typing import Any
 from iowatt import __version__
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.hostinfo import host_facts
-from iowatt.interrupts import held
 from iowatt.power.recording import DRAIN_S, PowerData, Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.power.summary import Window, summarize, warnings
-from iowatt.store.catalog import index_run
+from iowatt.store.catalog import publish
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import RunWriter, new_run_id
 from iowatt.warnings import WarningSink
@@ -166,11 +165,7 @@ def commit_power_run(
     writer.write_json("manifest.json", manifest)
     writer.write_json("summary.json", summary)
     write_power_files(writer, data, t0_ns, sink.events())
-    with held() as pending:  # a committed run is always indexed
-        run_dir = writer.commit()
-        index_run(writer.results, run_dir)
-    if pending:
-        raise KeyboardInterrupt
+    run_dir = publish(writer)
     if report:
         from iowatt.report import write_report
 

@@ -4,6 +4,7 @@ window, and views over every run's Parquet files."""
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +13,9 @@ from typing import Any
 import duckdb
 
 from iowatt.errors import RunNotFoundError
+from iowatt.interrupts import held
 from iowatt.store.runs import read_manifest, read_summary
+from iowatt.store.writer import RunWriter
 
 CATALOG = "catalog.duckdb"
 VIEWS = ("intervals", "latency", "power", "sensors", "events", "steps", "sweep")
@@ -56,6 +59,18 @@ def catalog(results: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyC
         raise
     finally:
         con.close()
+
+
+def publish(writer: RunWriter) -> Path:
+    """Commits the run and indexes it, so a committed run is always in the catalog: Ctrl-C and
+    SIGTERM wait until both are done, then take effect (inside an outer :func:`held` block,
+    they reach that block)."""
+    with held() as pending:
+        run_dir = writer.commit()
+        index_run(writer.results, run_dir)
+    for sig in pending[:1]:
+        signal.raise_signal(sig)
+    return run_dir
 
 
 def index_run(results: Path, run_dir: Path) -> None:

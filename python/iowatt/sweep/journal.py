@@ -24,7 +24,7 @@ from iowatt.bench.summary import interval_table
 from iowatt.power import meter_map
 from iowatt.power.record import write_power_files
 from iowatt.power.recording import PowerData
-from iowatt.store.catalog import index_run
+from iowatt.store.catalog import publish
 from iowatt.store.schemas import LATENCY_SCHEMA, STEP_SCHEMA
 from iowatt.store.writer import RunWriter
 
@@ -152,8 +152,7 @@ def finalize(directory: Path, status: str, reason: str | None, *, report: bool =
         writer.write_json(curve.curve_filename(name), doc)
     for name in (PLAN, STEPS, READINGS, EVENTS):
         (directory / name).unlink(missing_ok=True)
-    run_dir = writer.commit()
-    index_run(writer.results, run_dir)
+    run_dir = publish(writer)
     if report:
         from iowatt.report import write_report  # matplotlib is slow to import
 
