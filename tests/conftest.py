@@ -12,9 +12,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from support.bmc import bmc, bmc_plugin  # noqa: F401 - fixtures for the IPMI source tests
 from support.system import Mounts, run, write_dos_table
+
+# Property and fuzz tests: a bounded number of examples by default, so the suite stays quick;
+# HYPOTHESIS_PROFILE=fuzz runs many more for a longer local search (docs/testing in README).
+settings.register_profile("default", max_examples=60, deadline=None)
+settings.register_profile(
+    "fuzz", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 LOOP_SIZE = 64 * 1024 * 1024
 SHM_LOOP_SIZE = 256 * 1024 * 1024
