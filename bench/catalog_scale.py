@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iowatt.store.catalog import index_runs
+from iowatt.store.catalog import refresh
 from iowatt.store.schemas import INTERVAL_SCHEMA, LATENCY_SCHEMA
 
 WORKLOADS = ("randomread2k", "randomread8k", "randomread1m", "randomwrite2k", "randomwrite8k",
@@ -114,10 +114,11 @@ def build(results: Path, n: int, seconds: int) -> None:
     results.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(1)
     t = time.perf_counter()
-    runs = [write_run(results, i, seconds, rng) for i in range(n)]
+    for i in range(n):
+        write_run(results, i, seconds, rng)
     generated = time.perf_counter() - t
     t = time.perf_counter()
-    index_runs(results, runs)
+    refresh(results)
     indexed = time.perf_counter() - t
     size = sum(f.stat().st_size for f in results.rglob("*") if f.is_file())
     print(f"{n} runs × {len(WORKLOADS)} workloads: generated in {generated:.1f} s, "

@@ -176,7 +176,7 @@ def test_bad_input_is_one_line_and_exit_2(
     r = iowatt(capsys, "compare", "--results", tmp_path, "--slow", "fast")
     assert_user_error(r, "--slow")
     r = iowatt(capsys, "compare", "--results", tmp_path / "nothing")
-    assert_user_error(r, "no catalog")
+    assert_user_error(r, "no results directory")
 
 
 def _shifted(results: Path, shift: float, n: int = 10, seed: int = 5) -> None:

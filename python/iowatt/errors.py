@@ -64,6 +64,11 @@ class RunNotFoundError(IowattError):
     """A run id or path that is not in the results directory."""
 
 
+class StoreError(IowattError):
+    """A results directory that cannot be written or read (missing, not a directory, read-only,
+    full), or a run iowatt could not store there and saved elsewhere."""
+
+
 class SafetyStop(IowattError):
     """A sweep's watchdog stopped it (a temperature limit, sensors gone silent), or its
     stimulus could not be set; what was measured has been written."""

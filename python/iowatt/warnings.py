@@ -26,6 +26,7 @@ class Kind(str, Enum):
     COMPARISON = "comparison"  # a series drifts, oscillates, carries over, or has too few runs
     RESTORE_FAILED = "restore-failed"  # a sweep could not give its stimulus back
     AGING = "aging"  # `iowatt age` could not do all it was asked
+    CATALOG = "catalog"  # the catalog was rebuilt, could not be updated, or left a run out
 
 
 @dataclass(frozen=True)

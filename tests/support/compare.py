@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iowatt.store.catalog import index_runs
+from iowatt.store.catalog import refresh
 from iowatt.store.schemas import LATENCY_SCHEMA
 
 T0_NS = 1_795_271_400_000_000_000  # 2026-11-21 14:30 UTC
@@ -76,5 +76,5 @@ def write_runs(results: Path, runs: Sequence[FakeRun], minutes_apart: int = 10) 
         ]
         pq.write_table(pa.Table.from_pylist(rows, LATENCY_SCHEMA), d / "latency.parquet")
         dirs.append(d)
-    index_runs(results, dirs)
+    refresh(results)
     return dirs

@@ -46,14 +46,17 @@ def run(
     """
     reporter = reporter or SilentReporter()
     sink = sink or WarningSink()
-    config.results.mkdir(parents=True, exist_ok=True)
     run_id = new_run_id("bench")
     writer = RunWriter(config.results, run_id)
     started_ns = time.time_ns()
     config.clock_anchor = (started_ns, time.monotonic_ns())
     outcomes: list[Outcome] = []
     failure: IowattError | None = None
-    target, scratch = _target_dir(config.target)
+    scratch = None
+    if config.target is None:
+        scratch = writer.creates(Path(tempfile.gettempdir()) / f"iowatt-bench-{run_id}")
+    target = config.target or scratch
+    assert target is not None
     workdir: Path | None = None
     host: dict[str, Any] = {}
     device = False
@@ -64,8 +67,7 @@ def run(
         _warn_about(config, host, sink)
         power.start(reporter)
         if not device:
-            workdir = target / f"iowatt-{run_id}"
-            workdir.mkdir()
+            workdir = writer.creates(target / f"iowatt-{run_id}")
         for wl in config.workloads:
             where = workdir or target
             if wl.wml and workdir is not None:
@@ -83,6 +85,9 @@ def run(
         failure = RunInterrupted("interrupted")
     except IowattError as e:
         failure = e
+    except BaseException:
+        writer.abandon()
+        raise
     finally:
         power.stop()
         # iowatt deletes only what it created: its own work directory (or temp target).
@@ -93,13 +98,6 @@ def run(
     if failure is not None:
         raise failure
     return run_dir
-
-
-def _target_dir(target: Path | None) -> tuple[Path, Path | None]:
-    if target is not None:
-        return target, None
-    scratch = Path(tempfile.mkdtemp(prefix="iowatt-bench-"))
-    return scratch, scratch
 
 
 def _check_target(config: BenchConfig, target: Path) -> bool:

@@ -88,7 +88,7 @@ def write_run(
         write_power_files(writer, power.data, power.t0, sink.events())
     elif sink.recorded:
         writer.write_table("events.parquet", event_table(writer.run_id, power.t0, sink.events()))
-    run_dir = publish(writer)
+    run_dir = publish(writer, sink)
     if config.report and outcomes:
         from iowatt.report import write_report  # matplotlib is slow to import; only when needed
 

@@ -1,4 +1,5 @@
-"""``iowatt runs``: list and filter the runs in the catalog."""
+"""``iowatt runs``: list and filter the runs in the catalog; check and repair the results
+directory (``--check``), rebuild the catalog (``--rebuild``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from iowatt.errors import RunNotFoundError
 from iowatt.store.catalog import list_runs
+from iowatt.store.check import Finding
 from iowatt.store.runs import results_dir
 from iowatt.units import format_rate, parse_labels
 
@@ -21,6 +24,13 @@ from iowatt.units import format_rate, parse_labels
 @click.option("--limit", type=int, help="At most this many, newest first.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Find and repair what killed runs left: unindexed runs, index rows of deleted runs,"
+    " temporary directories, test data in targets.",
+)
+@click.option("--rebuild", is_flag=True, help="Rebuild the catalog from the run directories.")
 def runs(
     labels: tuple[str, ...],
     kind: str | None,
@@ -28,15 +38,15 @@ def runs(
     limit: int | None,
     results: Path | None,
     as_json: bool,
+    check: bool,
+    rebuild: bool,
 ) -> None:
     """List runs, newest first."""
-    rows = list_runs(
-        results_dir(results),
-        parse_labels(labels),
-        kind,
-        status,
-        limit,
-    )
+    root = results_dir(results)
+    if check or rebuild:
+        _repair(root, check, as_json)
+        return
+    rows = list_runs(root, parse_labels(labels), kind, status, limit)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row, default=str))
@@ -58,3 +68,26 @@ def runs(
     Console().print(table)
     if not rows:
         click.echo("no runs match", err=True)
+
+
+def _repair(root: Path, check: bool, as_json: bool) -> None:
+    from iowatt.store.catalog import refresh
+    from iowatt.store.check import check_results
+
+    if not root.is_dir():
+        raise RunNotFoundError(f"no results directory `{root}`", "pass --results DIR")
+    if check:
+        from iowatt.sweep.journal import recover
+
+        findings = check_results(root, recover).findings
+    else:
+        done = refresh(root, rebuild=True)
+        findings = [Finding("broken", name, f"{f}: {why}") for name, f, why in done.broken]
+        click.echo(f"catalog rebuilt: {len(done.added) - len(done.broken)} runs", err=as_json)
+    for f in findings:
+        if as_json:
+            click.echo(json.dumps({"action": f.action, "what": f.what, "detail": f.detail}))
+        else:
+            click.echo(f"{f.action:<12} {f.what}" + (f"  ({f.detail})" if f.detail else ""))
+    if check and not findings and not as_json:
+        click.echo(f"`{root}` is in order", err=True)

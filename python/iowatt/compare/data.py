@@ -74,7 +74,7 @@ def load_rows(results: Path, filters: Filters, by: str, thresholds_ns: Sequence[
         WHERE {" AND ".join(where)}
         ORDER BY w.workload, r.started, r.run_id
     """
-    with catalog(results, read_only=True) as con:
+    with catalog(results) as con:
         con.execute(f"CREATE TEMP TABLE sel AS {sql}", [by_path, *params])
         total = _scalar(con, "SELECT count(*) FROM sel")
         if total == 0:

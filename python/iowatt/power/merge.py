@@ -21,7 +21,7 @@ from iowatt.errors import ConfigError
 from iowatt.power.recording import Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.power.summary import Window, headline, span, summarize, warnings
-from iowatt.store.catalog import index_run
+from iowatt.store.catalog import refresh
 from iowatt.store.runs import read_manifest, read_summary
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import write_atomic
@@ -71,7 +71,7 @@ def import_logs(
         ("events.parquet", event_table(manifest["run_id"], t0, [*data.events, *sink.events()])),
     ):
         _append_table(run_dir / name, table)
-    index_run(results, run_dir)
+    refresh(results, [run_dir])
     if (run_dir / "report.html").exists():
         from iowatt.report import write_report
 

@@ -1,187 +1,352 @@
 """The DuckDB catalog of a results directory: one row per run, workload, flowop and energy
-window, and views over every run's Parquet files."""
+window, and views over every run's Parquet files.
+
+The catalog is derived from the run directories and never changed in place, so no process ever
+needs a write lock on a file a reader may hold open (an open DuckDB connection, even read-only,
+blocks every writer of its file). A process that adds runs builds the next catalog in a private
+file — a copy of the current one plus the new runs — and renames it over ``catalog.duckdb``;
+the processes that do so take turns on ``.catalog.lock``, which readers never touch. A reader
+keeps the snapshot it opened until it reconnects. Every read first compares the catalog with the
+run directories on disk, so a run committed but never indexed (its process was killed between
+the two) is indexed by the next reader. docs/run-store.md has the design and the tables.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import secrets
+import shutil
 import signal
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from iowatt.errors import RunNotFoundError
+from iowatt.errors import RunNotFoundError, StoreError
 from iowatt.interrupts import held
-from iowatt.store.runs import read_manifest, read_summary
-from iowatt.store.writer import RunWriter
+from iowatt.store.index import VIEW_FILES, BrokenRun, RunRows, read_run
+from iowatt.store.lock import writer_lock
+from iowatt.store.runs import run_dirs
+from iowatt.store.writer import RunWriter, fsync_dir
+from iowatt.warnings import Kind, RunWarning, WarningSink
 
 CATALOG = "catalog.duckdb"
-VIEWS = ("intervals", "latency", "power", "sensors", "events", "steps", "sweep")
+VIEWS = tuple(VIEW_FILES)
+# The catalog's own layout: a catalog of another format is rebuilt from the run directories.
+FORMAT = "2"
 
 _SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS runs (
-  run_id VARCHAR PRIMARY KEY, kind VARCHAR, status VARCHAR, reason VARCHAR,
-  started TIMESTAMP, ended TIMESTAMP, labels JSON, target VARCHAR, hostname VARCHAR,
-  iowatt_version VARCHAR, path VARCHAR);
-CREATE TABLE IF NOT EXISTS workloads (
+CREATE TABLE runs (
+  run_id VARCHAR, kind VARCHAR, status VARCHAR, reason VARCHAR, started TIMESTAMP,
+  ended TIMESTAMP, labels JSON, target VARCHAR, hostname VARCHAR, iowatt_version VARCHAR,
+  path VARCHAR, dir VARCHAR);
+CREATE TABLE workloads (
   run_id VARCHAR, workload VARCHAR, personality VARCHAR, engine VARCHAR, iosize BIGINT,
   nthreads INTEGER, iodepth INTEGER, directio BOOLEAN, ops BIGINT, ops_s DOUBLE, mib_s DOUBLE,
   errors BIGINT, runtime_s DOUBLE, p50_ns BIGINT, p99_ns BIGINT, max_ns BIGINT);
-CREATE TABLE IF NOT EXISTS flowops (
+CREATE TABLE flowops (
   run_id VARCHAR, workload VARCHAR, flowop VARCHAR, kind VARCHAR, io BOOLEAN, ops BIGINT,
   ops_s DOUBLE, mib_s DOUBLE, errors BIGINT, mean_ns DOUBLE, p50_ns BIGINT, p99_ns BIGINT,
   max_ns BIGINT);
-CREATE TABLE IF NOT EXISTS energy (
+CREATE TABLE energy (
   run_id VARCHAR, period VARCHAR, source VARCHAR, channel VARCHAR, scope VARCHAR,
   energy_j DOUBLE, avg_w DOUBLE, peak_w DOUBLE, duration_s DOUBLE, gap_s DOUBLE,
   idle_w DOUBLE, dynamic_j DOUBLE, j_per_op DOUBLE, j_per_byte DOUBLE);
+CREATE TABLE files (run_id VARCHAR, view VARCHAR, path VARCHAR);
+CREATE TABLE dirs (dir VARCHAR, run_id VARCHAR, indexed BOOLEAN, file VARCHAR, reason VARCHAR);
+CREATE TABLE meta (key VARCHAR, value VARCHAR);
 """
+_ROW_TABLES = ("runs", "workloads", "flowops", "energy", "files")
+
+
+@dataclass
+class Refreshed:
+    """What one refresh changed: run directories indexed, dropped (gone from disk) and set
+    aside as broken (directory, file, reason); why the catalog was rebuilt, if it was."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    broken: list[tuple[str, str, str]] = field(default_factory=list)
+    rebuilt: str | None = None
+
+
+def publish(writer: RunWriter, sink: WarningSink | None = None) -> Path:
+    """Commits the run and indexes it. Ctrl-C and SIGTERM wait until both are done, then take
+    effect (inside an outer :func:`held` block, they reach that block). A catalog that cannot
+    be updated costs nothing: the run is committed and the next read indexes it."""
+    with held() as pending:
+        run_dir = writer.commit()
+        try:
+            _warn_broken(refresh(writer.results), sink)
+        except (StoreError, OSError, duckdb.Error) as e:
+            (sink or WarningSink()).warn(
+                RunWarning(
+                    Kind.CATALOG,
+                    f"run `{run_dir.name}` is saved, but the catalog could not be updated"
+                    f" ({_reason(e)}); the next `iowatt runs` indexes it",
+                )
+            )
+    for sig in pending[:1]:
+        signal.raise_signal(sig)
+    return run_dir
+
+
+def refresh(results: Path, changed: Sequence[Path] = (), rebuild: bool = False) -> Refreshed:
+    """Brings the catalog in line with the run directories: indexes new ones (and those in
+    ``changed``, rewritten in place), drops rows of directories that are gone, and replaces
+    ``catalog.duckdb`` with the result. ``rebuild`` starts from nothing."""
+    path = results / CATALOG
+    with writer_lock(results):
+        for half in results.glob(".catalog-*.duckdb*"):
+            half.unlink()  # a writer killed while building a catalog (writers hold the lock)
+        disk = run_dirs(results)
+        known, why = (None, "asked for") if rebuild else _known_dirs(path, results)
+        done = Refreshed(rebuilt=why)
+        redo = sorted(p.name for p in changed if p.name in disk)
+        if known is not None:
+            done.added = sorted(disk.keys() - known)
+            done.removed = sorted(known - disk.keys())
+            if not (done.added or done.removed or redo):
+                return done
+        else:
+            done.added = sorted(disk)
+        _replace(path, results, disk, done, redo, fresh=known is None)
+    return done
+
+
+def _replace(
+    path: Path, results: Path, disk: Mapping[str, Path], done: Refreshed, redo: list[str],
+    fresh: bool,
+) -> None:  # fmt: skip
+    tmp = results / f".catalog-{secrets.token_hex(4)}.duckdb"
+    try:
+        if not fresh:
+            shutil.copyfile(path, tmp)
+        con = duckdb.connect(str(tmp))
+        try:
+            if fresh:
+                con.execute(_SCHEMA_SQL)
+            _apply(con, results, disk, done, redo)
+        finally:
+            con.close()
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_dir(results)
+    finally:
+        for leftover in (tmp, Path(f"{tmp}.wal")):
+            with suppress(FileNotFoundError):
+                leftover.unlink()
+
+
+def _apply(
+    con: duckdb.DuckDBPyConnection,
+    results: Path,
+    disk: Mapping[str, Path],
+    done: Refreshed,
+    redo: list[str],
+) -> None:
+    drop = done.removed + redo
+    taken = {r for (r,) in con.execute("SELECT run_id FROM dirs WHERE indexed").fetchall()}
+    if drop:
+        sql = "SELECT run_id FROM dirs WHERE list_contains(?, dir)"
+        taken -= {r for (r,) in con.execute(sql, [drop]).fetchall()}
+    found: list[RunRows] = []
+    marks: list[list[Any]] = []
+    for name in done.added + redo:
+        try:
+            rows = read_run(disk[name])
+            if rows.run_id in taken:
+                raise BrokenRun("manifest.json", f"run id `{rows.run_id}` is already indexed")
+        except BrokenRun as b:
+            done.broken.append((name, b.file, b.reason))
+            marks.append([name, None, False, b.file, b.reason])
+            continue
+        taken.add(rows.run_id)
+        found.append(rows)
+        marks.append([name, rows.run_id, True, None, None])
+    con.execute("BEGIN")
+    if drop:
+        gone = "SELECT run_id FROM dirs WHERE list_contains(?, dir)"
+        for table in _ROW_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE run_id IN ({gone})", [drop])
+        con.execute("DELETE FROM dirs WHERE list_contains(?, dir)", [drop])
+    _insert(con, "runs", [r.run for r in found])
+    _insert(con, "workloads", [w for r in found for w in r.workloads])
+    _insert(con, "flowops", [f for r in found for f in r.flowops])
+    _insert(con, "energy", [e for r in found for e in r.energy])
+    _insert(con, "files", [[r.run_id, v, p] for r in found for v, p in r.files.items()])
+    _insert(con, "dirs", marks)
+    con.execute("DELETE FROM meta")
+    _insert(con, "meta", [["format", FORMAT], ["root", str(results.resolve())]])
+    con.execute("COMMIT")
+    _refresh_views(con)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[list[Any]]) -> None:
+    """Inserts rows through Arrow (DuckDB's executemany takes seconds for thousands)."""
+    if not rows:
+        return
+    import pyarrow as pa
+
+    names = [c[0] for c in con.execute(f"DESCRIBE {table}").fetchall()]
+    columns = zip(*rows, strict=True)
+    batch = pa.table({n: pa.array(list(c)) for n, c in zip(names, columns, strict=True)})
+    con.register("_rows", batch)
+    try:
+        con.execute(f"INSERT INTO {table} SELECT * FROM _rows")
+    finally:
+        con.unregister("_rows")
+
+
+def _refresh_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Each view reads the files of the runs in this snapshot, named one by one: a glob would
+    also read runs being written (``.tmp-*``) and break on any damaged file."""
+    for view in VIEWS:
+        paths = [p for (p,) in con.execute(
+            "SELECT path FROM files WHERE view = ? ORDER BY path", [view]
+        ).fetchall()]  # fmt: skip
+        if not paths:
+            con.execute(f"DROP VIEW IF EXISTS {view}")
+            continue
+        listed = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+        con.execute(
+            f"CREATE OR REPLACE VIEW {view} AS "
+            f"SELECT * FROM read_parquet([{listed}], union_by_name = true)"
+        )
+
+
+def _known_dirs(path: Path, results: Path) -> tuple[set[str] | None, str | None]:
+    """The run directories the catalog has seen, or None and why it must be rebuilt."""
+    if not path.exists():
+        return None, None
+    con = duckdb.connect()
+    try:
+        _attach(con, path)
+        meta = dict(con.execute("SELECT key, value FROM iowatt.meta").fetchall())
+        if meta.get("format") != FORMAT:
+            return None, f"`{path}` was written by another version of iowatt"
+        if meta.get("root") != str(results.resolve()):
+            return None, f"the results directory moved (from `{meta.get('root')}`)"
+        return {d for (d,) in con.execute("SELECT dir FROM iowatt.dirs").fetchall()}, None
+    except duckdb.Error as e:
+        return None, f"`{path}` could not be read ({_reason(e)})"
+    finally:
+        con.close()
+
+
+def indexed_dirs(results: Path) -> set[str]:
+    """The run directories the catalog holds (none when it is missing or unreadable)."""
+    path = results / CATALOG
+    if not path.exists():
+        return set()
+    con = duckdb.connect()
+    try:
+        _attach(con, path)
+        return {d for (d,) in con.execute("SELECT dir FROM iowatt.dirs WHERE indexed").fetchall()}
+    except duckdb.Error:
+        return set()
+    finally:
+        con.close()
+
+
+def _attach(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    quoted = str(path).replace("'", "''")
+    con.execute(f"ATTACH '{quoted}' AS iowatt (READ_ONLY)")
 
 
 @contextmanager
-def catalog(results: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-    path = results / CATALOG
-    if read_only and not path.exists():
+def catalog(results: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to the catalog, brought up to date first. When the results
+    directory cannot be written (an archive, a read-only mount), the catalog is built in memory
+    for this connection instead."""
+    if not results.is_dir():
         raise RunNotFoundError(
-            f"no catalog at `{path}`", "run `iowatt bench` first, or pass --results DIR"
+            f"no results directory `{results}`", "run `iowatt bench` first, or pass --results DIR"
         )
-    con = duckdb.connect(str(path), read_only=read_only)
+    con = duckdb.connect()
     try:
-        if not read_only:
-            con.execute(_SCHEMA_SQL)
+        _open(con, results)
         yield con
     except RuntimeError as e:
         # DuckDB turns a Ctrl-C during a query into this error: it is still an interrupt.
         if str(e) == "Query interrupted":
             raise KeyboardInterrupt from None
         raise
+    except duckdb.Error as e:
+        damaged = _damaged_file(results, str(e))
+        if damaged is None:
+            raise
+        raise StoreError(
+            f"run `{damaged.parent.name}`: its {damaged.name} cannot be read ({_reason(e)})",
+            "`iowatt runs --check` sets the damaged run aside, so the others can be read",
+        ) from None
     finally:
         con.close()
 
 
-def publish(writer: RunWriter) -> Path:
-    """Commits the run and indexes it, so a committed run is always in the catalog: Ctrl-C and
-    SIGTERM wait until both are done, then take effect (inside an outer :func:`held` block,
-    they reach that block)."""
-    with held() as pending:
-        run_dir = writer.commit()
-        index_run(writer.results, run_dir)
-    for sig in pending[:1]:
-        signal.raise_signal(sig)
-    return run_dir
+def _damaged_file(results: Path, message: str) -> Path | None:
+    """The run file a failed query names, if it is one of this results directory's."""
+    root = str(results.resolve())
+    for word in message.replace('"', " ").replace("'", " ").split():
+        if word.startswith(root + os.sep) and word.endswith(".parquet"):
+            return Path(word)
+    return None
 
 
-def index_run(results: Path, run_dir: Path) -> None:
-    """Adds (or refreshes) a run in the catalog and points the Parquet views at every run."""
-    index_runs(results, [run_dir])
-
-
-def index_runs(results: Path, run_dirs: Sequence[Path]) -> None:
-    """:func:`index_run` for many runs in one transaction, refreshing the views once."""
-    with catalog(results) as con:
-        con.execute("BEGIN")
-        for run_dir in run_dirs:
-            _index_one(con, run_dir)
-        con.execute("COMMIT")
-        _refresh_views(con, results)
-
-
-def _index_one(con: duckdb.DuckDBPyConnection, run_dir: Path) -> None:
-    manifest = read_manifest(run_dir)
-    summary = read_summary(run_dir)
-    run_id = manifest["run_id"]
-    workloads_cfg = {w["name"]: w for w in manifest["config"].get("workloads", [])}
-    for table in ("runs", "workloads", "flowops", "energy"):
-        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-    con.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, ?, make_timestamp(?::BIGINT // 1000),"
-        " make_timestamp(?::BIGINT // 1000), ?, ?, ?, ?, ?)",
-        [
-            run_id,
-            manifest["kind"],
-            manifest["status"],
-            manifest.get("reason"),
-            manifest["started_ns"],
-            manifest["ended_ns"],
-            json.dumps(manifest.get("labels", {})),
-            manifest["config"].get("target"),
-            manifest["host"].get("hostname"),
-            manifest["iowatt_version"],
-            str(run_dir.resolve()),
-        ],
-    )
-    rows = []
-    for name, w in summary.get("workloads", {}).items():
-        cfg = workloads_cfg.get(name, {})
-        lat = w["latency_ns"]
-        rows.append(
-            [
-                run_id, name, cfg.get("personality"), cfg.get("engine"), cfg.get("iosize"),
-                cfg.get("nthreads"), cfg.get("iodepth"), cfg.get("directio"), w["ops"],
-                w["ops_s"], w["mib_s"], w["errors"], w["runtime_s"], lat["p50"], lat["p99"],
-                lat["max"],
-            ]
-        )  # fmt: skip
-    if rows:
-        con.executemany(
-            "INSERT INTO workloads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+def _open(con: duckdb.DuckDBPyConnection, results: Path) -> None:
+    path = results / CATALOG
+    disk = run_dirs(results)
+    if not disk and not path.exists():
+        raise RunNotFoundError(
+            f"no runs in `{results}`", "run `iowatt bench` first, or pass --results DIR"
         )
-    flowops = [
-        [
-            run_id,
-            name,
-            fname,
-            f.get("kind"),
-            f.get("io", True),
-            f.get("ops"),
-            f.get("ops_s"),
-            f.get("mib_s"),
-            f.get("errors"),
-            f.get("mean_ns"),
-            f.get("p50_ns"),
-            f.get("p99_ns"),
-            f.get("max_ns"),
-        ]
-        for name, w in summary.get("workloads", {}).items()
-        for fname, f in (w.get("flowops") or {}).items()
-    ]
-    if flowops:
-        con.executemany(
-            "INSERT INTO flowops VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", flowops
-        )
-    energy = [[run_id, *row] for row in energy_rows(summary.get("power") or {})]
-    if energy:
-        con.executemany(
-            "INSERT INTO energy VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", energy
-        )
-
-
-def energy_rows(power: Mapping[str, Any]) -> Iterator[list[Any]]:
-    """The catalog's reading of summary.json's ``power`` section (written by
-    ``iowatt.power.summary``): one row of the ``energy`` table per window and channel."""
-    idle = (power.get("idle") or {}).get("channels", {})
-    windows = {"work": power.get("work") or {}, **(power.get("workloads") or {})}
-    for window, channels in windows.items():
-        for key, e in channels.items():
-            source, _, channel = key.partition("/")
-            yield [
-                window, source, channel, e.get("scope"), e["energy_j"], e["avg_w"], e["peak_w"],
-                e["duration_s"], e["gap_s"], (idle.get(key) or {}).get("avg_w"),
-                e.get("dynamic_j"), e.get("j_per_op"), e.get("j_per_byte"),
-            ]  # fmt: skip
-
-
-def _refresh_views(con: duckdb.DuckDBPyConnection, results: Path) -> None:
-    root = results.resolve()
-    for view in VIEWS:
-        if any(root.glob(f"*/{view}.parquet")):
-            glob = str(root / "*" / f"{view}.parquet").replace("'", "''")
-            con.execute(
-                f"CREATE OR REPLACE VIEW {view} AS "
-                f"SELECT * FROM read_parquet('{glob}', union_by_name = true)"
+    known, _ = _known_dirs(path, results)
+    if known is None or known != disk.keys():
+        try:
+            _warn_broken(refresh(results), None)
+        except OSError as e:
+            if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise StoreError(
+                    f"cannot update the catalog in `{results}`: {_reason(e)}",
+                    "free space in the results directory, or pass another --results",
+                ) from None
+            WarningSink().warn(
+                RunWarning(
+                    Kind.CATALOG,
+                    f"`{results}` is read-only: its catalog is built in memory for this command",
+                )
             )
+            con.execute(_SCHEMA_SQL)
+            _apply(con, results, disk, Refreshed(added=sorted(disk)), [])
+            return
+    _attach(con, path)
+    con.execute("USE iowatt")
+
+
+def _warn_broken(done: Refreshed, sink: WarningSink | None) -> None:
+    sink = sink or WarningSink()
+    if done.rebuilt and done.rebuilt != "asked for":
+        sink.warn(RunWarning(Kind.CATALOG, f"{done.rebuilt}: rebuilt it from the run directories"))
+    for name, file, reason in done.broken:
+        sink.warn(
+            RunWarning(
+                Kind.CATALOG,
+                f"run `{name}` is left out of the catalog: its {file} is {reason}"
+                " (`iowatt runs --check` lists such runs)",
+            )
+        )
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def list_runs(
@@ -212,7 +377,7 @@ def list_runs(
     """
     if limit:
         sql += f" LIMIT {int(limit)}"
-    with catalog(results, read_only=True) as con:
+    with catalog(results) as con:
         cur = con.execute(sql, params)
         cols = [d[0] for d in cur.description]
         rows = [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]

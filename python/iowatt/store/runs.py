@@ -17,6 +17,21 @@ def results_dir(path: str | Path | None = None) -> Path:
     return Path(path or os.environ.get("IOWATT_RESULTS") or DEFAULT_RESULTS)
 
 
+def run_dirs(results: Path) -> dict[str, Path]:
+    """The committed runs in ``results`` by directory name: every directory holding a
+    manifest, except those being written (``.tmp-*``) or otherwise hidden."""
+    found = {}
+    with os.scandir(results) as entries:
+        for e in entries:
+            if (
+                not e.name.startswith(".")
+                and e.is_dir()
+                and os.path.exists(f"{e.path}/manifest.json")
+            ):
+                found[e.name] = Path(e.path)
+    return found
+
+
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "manifest.json").read_text())
 

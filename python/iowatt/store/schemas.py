@@ -119,6 +119,17 @@ CURVE_SCHEMA = pa.schema(
     ]
 )
 
+# The catalog's views over every run's files: view → the schema its files are written with.
+VIEW_SCHEMAS = {
+    "intervals": INTERVAL_SCHEMA,
+    "latency": LATENCY_SCHEMA,
+    "power": POWER_SCHEMA,
+    "sensors": SENSOR_SCHEMA,
+    "events": EVENT_SCHEMA,
+    "steps": STEP_SCHEMA,
+    "sweep": CURVE_SCHEMA,
+}
+
 
 def event_table(run_id: str, t0_ns: int, events: Sequence[Mapping[str, Any]]) -> pa.Table:
     """events.parquet from event dicts (``mono_ns``, ``source``, ``kind``, ``message``)."""

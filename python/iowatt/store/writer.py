@@ -1,18 +1,45 @@
-"""Writing a run: files collected in a hidden temporary directory, then renamed into place."""
+"""Writing a run: files kept in memory, then written to a hidden temporary directory and renamed
+into place, so a reader never sees half a run and a full disk at the end loses nothing.
+
+Before anything is measured the writer creates ``RESULTS/.tmp-<run-id>/`` with an owner record,
+``owner.json``, and holds a lock on the directory while the run lasts. The record names what the
+run will create outside the results directory (its work directory in the target), before it is
+created, so ``iowatt runs --check`` can tell a run that is still going from one whose process
+was killed, and remove what a killed run left, knowing iowatt created it. docs/run-store.md has
+the details.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from iowatt.errors import StoreError
+from iowatt.store.lock import try_lock
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+OWNER = "owner.json"
+MARKER = ".iowatt-run"  # in each directory a run creates in its target: the run's id
+TMP_PREFIX = ".tmp-"
+# Room a run needs in the results directory: its files are KBs to a few MBs; what is left after
+# this much is the margin that keeps a nearly full disk from failing at the end.
+MIN_FREE_BYTES = 16 * 2**20
+# Where a run goes when the results directory cannot take it (first that works).
+RESCUE_ENV = "IOWATT_RESCUE_DIR"
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
+# Owner locks this process holds, by temporary directory (a sweep's journal is resumed by the
+# process that started it, and flock would refuse it a second lock on the same file).
+_HELD: dict[Path, int] = {}
 
 
 def new_run_id(kind: str) -> str:
@@ -34,43 +61,179 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class RunWriter:
-    """Collects a run's files in a temporary directory; :meth:`commit` publishes it."""
+    """Holds a run's files until :meth:`commit` publishes them; owns ``.tmp-<run-id>``."""
 
     def __init__(self, results: Path, run_id: str) -> None:
         self.results = results
         self.run_id = run_id
         self.final = results / run_id
-        self.tmp = results / f".tmp-{run_id}"
-        self.tmp.mkdir(parents=True)
+        self.tmp = results / f"{TMP_PREFIX}{run_id}"
+        self.files: dict[str, bytes] = {}
+        self._owner: dict[str, Any] = {"run_id": run_id, "pid": os.getpid(), "creates": []}
+        _prepare(results)
+        try:
+            self.tmp.mkdir()
+            self._write_owner()
+        except OSError as e:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise _unwritable(results, e) from None
+        # The lock is on the directory itself: the record in it is replaced as it grows.
+        fd = os.open(self.tmp, os.O_RDONLY | os.O_CLOEXEC)
+        try_lock(fd)
+        _HELD[self.tmp] = fd
 
     @classmethod
     def resume(cls, tmp: Path, run_id: str) -> RunWriter:
-        """A writer for a temporary run directory that already exists (a sweep's journal)."""
+        """A writer for a temporary run directory that already exists (a sweep's journal),
+        taking over its owner lock if its process is gone."""
         writer = cls.__new__(cls)
         writer.results = tmp.parent
         writer.run_id = run_id
         writer.final = tmp.parent / run_id
         writer.tmp = tmp
+        writer.files = {}
+        writer._owner = {"run_id": run_id, "pid": os.getpid(), "creates": []}
+        if tmp not in _HELD:
+            fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+            while not try_lock(fd):  # the dying process's lock goes with it
+                time.sleep(0.01)
+            _HELD[tmp] = fd
         return writer
 
+    def creates(self, path: Path) -> Path:
+        """Records ``path``, then creates it as this run's directory in the target (with a
+        marker naming the run): a killed run's leftovers are found, and known to be iowatt's."""
+        self._owner["creates"].append(str(path.absolute()))
+        self._write_owner()
+        path.mkdir()
+        (path / MARKER).write_text(self.run_id)
+        return path
+
     def write_json(self, name: str, data: Mapping[str, Any]) -> None:
-        (self.tmp / name).write_text(json.dumps(data, indent=2, default=str) + "\n")
+        self.files[name] = (json.dumps(data, indent=2, default=str) + "\n").encode()
 
     def write_table(self, name: str, table: pa.Table) -> None:
-        pq.write_table(table, self.tmp / name)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        self.files[name] = sink.getvalue().to_pybytes()
 
     def write_text(self, name: str, text: str) -> None:
-        (self.tmp / name).write_text(text)
+        self.files[name] = text.encode()
 
     def commit(self) -> Path:
-        for f in self.tmp.iterdir():
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
-        os.rename(self.tmp, self.final)
-        dir_fd = os.open(self.results, os.O_RDONLY)
+        """Writes the files and renames the directory into place. A results directory that is
+        full or has become unwritable gets nothing half-written: the run goes to a rescue
+        directory instead, and :class:`StoreError` says where."""
         try:
-            os.fsync(dir_fd)
+            for name, data in self.files.items():
+                _write_synced(self.tmp / name, data)
+            for f in self.tmp.iterdir():  # a sweep's journal files, written as it went
+                with open(f, "rb") as fh:
+                    os.fsync(fh.fileno())
+            (self.tmp / OWNER).unlink()
+            os.rename(self.tmp, self.final)
+            fsync_dir(self.results)
+        except OSError as e:
+            if e.errno not in _NO_ROOM:
+                raise
+            raise self._rescue(e) from None
         finally:
-            os.close(dir_fd)
+            self.release()
         return self.final
+
+    def abandon(self) -> None:
+        """Drops the run: nothing of it is kept (an internal failure, not the user's)."""
+        self.release()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def release(self) -> None:
+        """Lets go of the owner lock (the run is committed, or abandoned)."""
+        fd = _HELD.pop(self.tmp, None)
+        if fd is not None:
+            os.close(fd)
+
+    def _write_owner(self) -> None:
+        write_atomic(self.tmp / OWNER, json.dumps(self._owner).encode())
+
+    def _rescue(self, cause: OSError) -> StoreError:
+        why = cause.strerror or str(cause)
+        for base in rescue_dirs():
+            dest = base / self.run_id
+            try:
+                dest.mkdir(parents=True)
+                for f in self.tmp.iterdir() if self.tmp.exists() else ():
+                    if f.name not in self.files and f.name != OWNER:
+                        shutil.copyfile(f, dest / f.name)
+                for name, data in self.files.items():
+                    _write_synced(dest / name, data)
+            except OSError:
+                shutil.rmtree(dest, ignore_errors=True)
+                continue
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return StoreError(
+                f"could not write run `{self.run_id}` to `{self.results}` ({why});"
+                f" it is saved in `{dest}`",
+                f"make room, then `mv {dest} {self.results}/`: the next `iowatt runs` indexes it",
+            )
+        return StoreError(
+            f"could not write run `{self.run_id}` to `{self.results}` ({why}), nor to any"
+            f" rescue directory ({', '.join(str(d) for d in rescue_dirs())})",
+            f"free space and rerun; set {RESCUE_ENV}=DIR to name another place for rescued runs",
+        )
+
+
+def rescue_dirs() -> list[Path]:
+    """Where runs go that the results directory could not take: ``$IOWATT_RESCUE_DIR``, then
+    the user's state directory, then /var/tmp and /tmp."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    dirs = [Path(state) / "iowatt" / "rescued", Path("/var/tmp/iowatt-rescued")]
+    dirs.append(Path(tempfile.gettempdir()) / "iowatt-rescued")
+    if os.environ.get(RESCUE_ENV):
+        dirs.insert(0, Path(os.environ[RESCUE_ENV]))
+    return dirs
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _prepare(results: Path) -> None:
+    """Creates the results directory and checks it can take a run, before anything runs."""
+    if results.exists() and not results.is_dir():
+        raise StoreError(
+            f"the results path `{results}` is not a directory",
+            "pass --results DIR (a directory, created if missing)",
+        )
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _unwritable(results, e) from None
+    usage = shutil.disk_usage(results)
+    if usage.free < MIN_FREE_BYTES:
+        raise StoreError(
+            f"the results directory `{results}` has {usage.free // 2**20} MiB free; a run needs"
+            f" {MIN_FREE_BYTES // 2**20} MiB",
+            "free space there, or pass --results DIR on another file system",
+        )
+
+
+def _unwritable(results: Path, e: OSError) -> StoreError:
+    return StoreError(
+        f"cannot write to the results directory `{results}` ({e.strerror or e})",
+        "pass --results DIR on a writable file system",
+    )

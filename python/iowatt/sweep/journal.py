@@ -110,6 +110,11 @@ def read_lines(path: Path) -> Iterable[dict[str, Any]]:
                 return
 
 
+def recover(directory: Path) -> Path:
+    """Commits the journal of a sweep whose process and guardian were both killed."""
+    return finalize(directory, "incomplete", "the sweep and its guardian were killed", report=False)
+
+
 def finalize(directory: Path, status: str, reason: str | None, *, report: bool = True) -> Path:
     """Turns the journal in ``directory`` (a run's temporary directory) into the committed run;
     returns the run directory."""

@@ -1,0 +1,115 @@
+"""``iowatt runs --check``: find what killed processes left in a results directory, and repair it.
+
+- a run directory still under its temporary name whose process is gone: committed if all its
+  files were written (the process died just before the rename), otherwise removed together with
+  the work directories its owner record names — only those marked as this run's, or empty;
+- a sweep's journal whose sweep and guardian are both gone: handed to ``finish_journal``;
+- the catalog: rebuilt from the run directories, listing runs it was missing, runs whose
+  directory is gone, and runs whose files are damaged (left out, named with the file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iowatt.store.catalog import indexed_dirs, refresh
+from iowatt.store.lock import is_held
+from iowatt.store.writer import MARKER, OWNER, TMP_PREFIX, fsync_dir
+
+JOURNAL = "sweep.json"  # a sweep's journal (iowatt.sweep.journal.PLAN)
+
+
+@dataclass
+class Finding:
+    action: str  # committed, removed, journal, in-progress, indexed, dropped, broken, kept
+    what: str
+    detail: str = ""
+
+
+@dataclass
+class CheckReport:
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(self, action: str, what: str, detail: str = "") -> None:
+        self.findings.append(Finding(action, what, detail))
+
+
+def check_results(
+    results: Path, finish_journal: Callable[[Path], Path] | None = None
+) -> CheckReport:
+    """Repairs ``results`` and says what it found and did."""
+    report = CheckReport()
+    with os.scandir(results) as entries:
+        temps = sorted(Path(e.path) for e in entries if e.name.startswith(TMP_PREFIX))
+    for tmp in temps:
+        _settle(tmp, report, finish_journal)
+    before = indexed_dirs(results)
+    # Rebuilt from nothing, so every run's files are read again: damage since they were
+    # indexed is found, and runs set aside earlier get another chance.
+    done = refresh(results, rebuild=True)
+    broken = {name for name, _, _ in done.broken}
+    for name in sorted(set(done.added) - before - broken):
+        report.add("indexed", name)
+    for name in sorted(before - set(done.added)):
+        report.add("dropped", name, "its directory is gone")
+    for name, file, reason in done.broken:
+        report.add("broken", name, f"{file}: {reason}")
+    return report
+
+
+def _settle(tmp: Path, report: CheckReport, finish_journal: Callable[[Path], Path] | None) -> None:
+    owner = tmp / OWNER
+    if is_held(tmp):
+        report.add("in-progress", tmp.name, "its process is running")
+        return
+    run_id = tmp.name.removeprefix(TMP_PREFIX)
+    if (tmp / JOURNAL).exists() and finish_journal is not None:
+        run_dir = finish_journal(tmp)
+        report.add("committed", run_dir.name, "a killed sweep's journal, marked incomplete")
+        return
+    if not owner.exists() and _complete(tmp):
+        final = tmp.parent / run_id
+        os.rename(tmp, final)
+        fsync_dir(tmp.parent)
+        report.add("committed", run_id, "written in full by a process killed before the rename")
+        return
+    for path in _created(owner):
+        _remove_created(path, run_id, report)
+    shutil.rmtree(tmp, ignore_errors=True)
+    report.add("removed", tmp.name, "a run whose process was killed before it was written")
+
+
+def _complete(tmp: Path) -> bool:
+    try:
+        for name in ("manifest.json", "summary.json"):
+            json.loads((tmp / name).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _created(owner: Path) -> list[Path]:
+    try:
+        return [Path(p) for p in json.loads(owner.read_bytes()).get("creates", [])]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def _remove_created(path: Path, run_id: str, report: CheckReport) -> None:
+    """Removes a directory the killed run created, when it is sure to be the run's own."""
+    if not path.is_dir() or path.is_symlink():
+        return
+    try:
+        mine = (path / MARKER).read_text() == run_id
+    except OSError:
+        mine = not any(path.iterdir())  # killed between creating it and marking it
+    if mine:
+        shutil.rmtree(path, ignore_errors=True)
+        report.add("removed", str(path), f"test data of killed run {run_id}")
+    else:
+        report.add("kept", str(path), f"named by run {run_id} but not marked as its own")

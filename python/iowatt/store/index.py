@@ -1,0 +1,206 @@
+"""What the catalog holds of one run directory: its rows in the ``runs``, ``workloads``,
+``flowops`` and ``energy`` tables and its Parquet files, read and checked before anything is
+inserted, so a damaged run is named (with the file) and set aside while the others are indexed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+# view → the run file it reads
+VIEW_FILES = {
+    "intervals": "intervals.parquet",
+    "latency": "latency.parquet",
+    "power": "power.parquet",
+    "sensors": "sensors.parquet",
+    "events": "events.parquet",
+    "steps": "steps.parquet",
+    "sweep": "sweep.parquet",
+}
+_INT64 = 2**63
+EPOCH = datetime(1970, 1, 1)
+
+
+class BrokenRun(Exception):
+    """A run directory whose files cannot be indexed: which file, and why."""
+
+    def __init__(self, file: str, reason: str) -> None:
+        super().__init__(f"{file}: {reason}")
+        self.file = file
+        self.reason = reason
+
+
+@dataclass
+class RunRows:
+    run_id: str
+    run: list[Any]
+    workloads: list[list[Any]] = field(default_factory=list)
+    flowops: list[list[Any]] = field(default_factory=list)
+    energy: list[list[Any]] = field(default_factory=list)
+    # view → absolute path of this run's file for it
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def read_run(run_dir: Path) -> RunRows:
+    """The run's catalog rows; :class:`BrokenRun` when a file is missing, malformed or holds
+    values the catalog's columns cannot take."""
+    manifest = _json(run_dir, "manifest.json")
+    summary = _json(run_dir, "summary.json")
+    try:
+        rows = _rows(run_dir, manifest, summary)
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+        raise BrokenRun("manifest.json/summary.json", f"unexpected shape ({e!r})") from None
+    rows.files = _parquet_files(run_dir)
+    return rows
+
+
+def _json(run_dir: Path, name: str) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / name).read_bytes())
+    except FileNotFoundError:
+        raise BrokenRun(name, "missing") from None
+    except (OSError, ValueError) as e:
+        raise BrokenRun(name, f"unreadable ({e})") from None
+    if not isinstance(data, dict):
+        raise BrokenRun(name, "not a JSON object")
+    return data
+
+
+def _rows(run_dir: Path, manifest: Mapping[str, Any], summary: Mapping[str, Any]) -> RunRows:
+    run_id = _text(manifest["run_id"])
+    config = manifest.get("config") or {}
+    workloads_cfg = {w["name"]: w for w in config.get("workloads") or []}
+    run = [
+        run_id,
+        _text(manifest["kind"]),
+        _text(manifest["status"]),
+        manifest.get("reason"),
+        _timestamp(manifest["started_ns"]),
+        _timestamp(manifest["ended_ns"]),
+        json.dumps(manifest.get("labels") or {}),
+        config.get("target"),
+        (manifest.get("host") or {}).get("hostname"),
+        manifest.get("iowatt_version"),
+        str(run_dir.resolve()),
+        run_dir.name,
+    ]
+    rows = RunRows(run_id, run)
+    for name, w in (summary.get("workloads") or {}).items():
+        cfg = workloads_cfg.get(name, {})
+        lat = w["latency_ns"]
+        rows.workloads.append(
+            [
+                run_id, name, cfg.get("personality"), cfg.get("engine"), _int(cfg.get("iosize")),
+                _int(cfg.get("nthreads")), _int(cfg.get("iodepth")), cfg.get("directio"),
+                _int(w["ops"]), _float(w["ops_s"]), _float(w["mib_s"]), _int(w["errors"]),
+                _float(w["runtime_s"]), _int(lat["p50"]), _int(lat["p99"]), _int(lat["max"]),
+            ]
+        )  # fmt: skip
+        for fname, f in (w.get("flowops") or {}).items():
+            rows.flowops.append(
+                [
+                    run_id, name, fname, f.get("kind"), bool(f.get("io", True)),
+                    _int(f.get("ops")), _float(f.get("ops_s")), _float(f.get("mib_s")),
+                    _int(f.get("errors")), _float(f.get("mean_ns")), _int(f.get("p50_ns")),
+                    _int(f.get("p99_ns")), _int(f.get("max_ns")),
+                ]
+            )  # fmt: skip
+    rows.energy = [[run_id, *row] for row in energy_rows(summary.get("power") or {})]
+    return rows
+
+
+def energy_rows(power: Mapping[str, Any]) -> Iterator[list[Any]]:
+    """The catalog's reading of summary.json's ``power`` section (written by
+    ``iowatt.power.summary``): one row of the ``energy`` table per window and channel."""
+    idle = (power.get("idle") or {}).get("channels", {})
+    windows = {"work": power.get("work") or {}, **(power.get("workloads") or {})}
+    for window, channels in windows.items():
+        for key, e in channels.items():
+            source, _, channel = key.partition("/")
+            yield [
+                window, source, channel, e.get("scope"), _float(e["energy_j"]),
+                _float(e["avg_w"]), _float(e["peak_w"]), _float(e["duration_s"]),
+                _float(e["gap_s"]), _float((idle.get(key) or {}).get("avg_w")),
+                _float(e.get("dynamic_j")), _float(e.get("j_per_op")), _float(e.get("j_per_byte")),
+            ]  # fmt: skip
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected text, got {value!r}")
+    return value
+
+
+def _timestamp(ns: Any) -> datetime:
+    """A TIMESTAMP column's value (UTC, microseconds) from nanoseconds since the epoch."""
+    value = _int(ns)
+    if value is None:
+        raise ValueError("expected a time in ns, got null")
+    return EPOCH + timedelta(microseconds=value // 1000)
+
+
+def _int(value: Any) -> int | None:
+    """A BIGINT column's value: an integer that fits, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not -_INT64 <= value < _INT64:
+        raise ValueError(f"expected a 64-bit integer, got {value!r}")
+    return value
+
+
+def _float(value: Any) -> float | None:
+    """A DOUBLE column's value (NaN stays NaN: a rate of nothing is not a number)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {value!r}")
+    result = float(value)
+    if math.isinf(result):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    return result
+
+
+def _parquet_files(run_dir: Path) -> dict[str, str]:
+    """The run's Parquet files by view, each checked against its schema: a file another
+    process or a disk damaged would otherwise break every query over the view."""
+    import pyarrow as pa  # only when a run is indexed: `iowatt runs` usually reads only
+    import pyarrow.parquet as pq
+
+    from iowatt.store.schemas import VIEW_SCHEMAS
+
+    files = {}
+    for view, name in VIEW_FILES.items():
+        path = run_dir / name
+        if not path.exists():
+            continue
+        try:
+            schema = pq.read_schema(path)
+        except (OSError, pa.ArrowException) as e:
+            raise BrokenRun(name, f"not a readable Parquet file ({e})") from None
+        expected = VIEW_SCHEMAS[view]
+        for col in schema:
+            want = expected.field(col.name).type if col.name in expected.names else None
+            if want is not None and not _compatible(col.type, want):
+                raise BrokenRun(name, f"column `{col.name}` is {col.type}, expected {want}")
+        files[view] = str(path.resolve())
+    return files
+
+
+def _compatible(got: Any, want: Any) -> bool:
+    """Whether DuckDB can read ``got`` into a view whose other files have ``want`` (a column
+    that was all null, or an integer of another width, unites; text with a number does not)."""
+    import pyarrow.types as t
+
+    families = (t.is_integer, t.is_floating, t.is_string, t.is_large_string, t.is_timestamp)
+    return (
+        got.equals(want)
+        or t.is_null(got)
+        or any(f(got) and f(want) for f in families)
+        or (t.is_integer(got) and t.is_floating(want))
+    )
