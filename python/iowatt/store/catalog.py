@@ -30,13 +30,13 @@ import duckdb
 from iowatt.errors import RunNotFoundError, StoreError
 from iowatt.interrupts import held
 from iowatt.store.index import VIEW_FILES, BrokenRun, RunRows, read_run
-from iowatt.store.lock import writer_lock
+from iowatt.store.lock import CATALOG, writer_lock
 from iowatt.store.runs import run_dirs
-from iowatt.store.writer import RunWriter, fsync_dir
+from iowatt.store.writer import RunWriter, fsync_dir, write_atomic
 from iowatt.warnings import Kind, RunWarning, WarningSink
 
-CATALOG = "catalog.duckdb"
 VIEWS = tuple(VIEW_FILES)
+LISTING = ".catalog.dirs"
 # The catalog's own layout: a catalog of another format is rebuilt from the run directories.
 FORMAT = "2"
 
@@ -82,7 +82,7 @@ def publish(writer: RunWriter, sink: WarningSink | None = None) -> Path:
     with held() as pending:
         run_dir = writer.commit()
         try:
-            _warn_broken(refresh(writer.results), sink)
+            _warn_broken(refresh(writer.results, expect=run_dir.name), sink)
         except (StoreError, OSError, duckdb.Error) as e:
             (sink or WarningSink()).warn(
                 RunWarning(
@@ -96,12 +96,22 @@ def publish(writer: RunWriter, sink: WarningSink | None = None) -> Path:
     return run_dir
 
 
-def refresh(results: Path, changed: Sequence[Path] = (), rebuild: bool = False) -> Refreshed:
+def refresh(
+    results: Path, changed: Sequence[Path] = (), rebuild: bool = False, expect: str | None = None
+) -> Refreshed:
     """Brings the catalog in line with the run directories: indexes new ones (and those in
     ``changed``, rewritten in place), drops rows of directories that are gone, and replaces
-    ``catalog.duckdb`` with the result. ``rebuild`` starts from nothing."""
+    ``catalog.duckdb`` with the result. ``rebuild`` starts from nothing. A writer that only
+    needs its run ``expect`` indexed stops waiting when another writer's refresh indexed it."""
     path = results / CATALOG
-    with writer_lock(results):
+
+    def served() -> bool:
+        known, _ = _known_dirs(path, results)
+        return known is not None and expect in known
+
+    with writer_lock(results, served if expect else None) as locked:
+        if not locked:
+            return Refreshed()
         for half in results.glob(".catalog-*.duckdb*"):
             half.unlink()  # a writer killed while building a catalog (writers hold the lock)
         disk = run_dirs(results)
@@ -132,10 +142,12 @@ def _replace(
             if fresh:
                 con.execute(_SCHEMA_SQL)
             _apply(con, results, disk, done, redo)
+            dirs = [d for (d,) in con.execute("SELECT dir FROM dirs").fetchall()]
         finally:
             con.close()
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        _write_listing(results, tmp, dirs)
         os.replace(tmp, path)
         fsync_dir(results)
     finally:
@@ -221,10 +233,37 @@ def _refresh_views(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
+def _write_listing(results: Path, catalog_file: Path, dirs: list[str]) -> None:
+    """Writes the catalog's directory listing beside it, tied to the catalog file's identity:
+    checking a catalog against the disk then costs a small read, not opening DuckDB."""
+    listing = {"format": FORMAT, "root": str(results.resolve()), "catalog": _identity(catalog_file)}
+    write_atomic(results / LISTING, json.dumps({**listing, "dirs": dirs}).encode())
+
+
+def _read_listing(results: Path, path: Path) -> set[str] | None:
+    """The listing's directories, if it describes the catalog file there now."""
+    try:
+        listing = json.loads((results / LISTING).read_bytes())
+        if listing["catalog"] == _identity(path) and listing["format"] == FORMAT:
+            return set(listing["dirs"]) if listing["root"] == str(results.resolve()) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _identity(path: Path) -> list[int]:
+    """Changes whenever the file is replaced or written to (a rename keeps it)."""
+    st = os.stat(path)
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
 def _known_dirs(path: Path, results: Path) -> tuple[set[str] | None, str | None]:
     """The run directories the catalog has seen, or None and why it must be rebuilt."""
     if not path.exists():
         return None, None
+    listed = _read_listing(results, path)
+    if listed is not None:
+        return listed, None
     con = duckdb.connect()
     try:
         _attach(con, path)
@@ -233,7 +272,10 @@ def _known_dirs(path: Path, results: Path) -> tuple[set[str] | None, str | None]
             return None, f"`{path}` was written by another version of iowatt"
         if meta.get("root") != str(results.resolve()):
             return None, f"the results directory moved (from `{meta.get('root')}`)"
-        return {d for (d,) in con.execute("SELECT dir FROM iowatt.dirs").fetchall()}, None
+        dirs = [d for (d,) in con.execute("SELECT dir FROM iowatt.dirs").fetchall()]
+        with suppress(OSError):  # a read-only results directory: no listing, no harm
+            _write_listing(results, path, dirs)  # its writer was killed before writing it
+        return set(dirs), None
     except duckdb.Error as e:
         return None, f"`{path}` could not be read ({_reason(e)})"
     finally:
