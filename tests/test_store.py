@@ -322,3 +322,17 @@ def test_the_catalog_needs_no_write_access_to_the_catalog_file(tmp_path):
     _commit_only(results, "20261125-000006-bench-y")
     refresh(results)
     assert os.stat(results / CATALOG).st_ino != before
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("manifest.json", b'{"run_id": '), ("summary.json", b"[]"), ("latency.parquet", b"junk")],
+)
+def test_a_report_of_a_damaged_run_names_the_run_and_the_file(tmp_path, capsys, name, content):
+    results = tmp_path / "results"
+    dirs = _fake(results, 2)
+    (dirs[0] / name).write_bytes(content)
+    r = iowatt(capsys, "report", str(dirs[0]), "-o", tmp_path / "r.html")
+    assert_user_error(r, f"run `{dirs[0].name}`", name)
+    r = iowatt(capsys, "report", str(dirs[1]), "-o", tmp_path / "r.html")
+    assert r.code == 0, r.err  # the other runs keep working

@@ -22,7 +22,7 @@ from iowatt.power.recording import Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.power.summary import Window, headline, span, summarize, warnings
 from iowatt.store.catalog import refresh
-from iowatt.store.runs import read_manifest, read_summary
+from iowatt.store.runs import damaged, read_manifest, read_summary, read_table
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import write_atomic
 from iowatt.warnings import WarningSink
@@ -86,7 +86,7 @@ def _windows(
         marks = {e["message"]: e["mono_ns"] for e in _phase_marks(run_dir)}
         idle = Window(marks["idle"], marks["work"]) if "idle" in marks else None
         return Window(marks["work"], marks["end"]), idle, None
-    table = pq.ParquetFile(run_dir / "intervals.parquet").read()
+    table = _table(run_dir, "intervals.parquet")
     workloads = {}
     for name, w in summary.get("workloads", {}).items():
         rows = table.filter(pc.equal(table["workload"], name))
@@ -104,8 +104,15 @@ def _windows(
 
 
 def _phase_marks(run_dir: Path) -> list[dict[str, Any]]:
-    events = pq.ParquetFile(run_dir / "events.parquet").read().to_pylist()
+    events = _table(run_dir, "events.parquet").to_pylist()
     return [e for e in events if e["kind"] == "phase"]
+
+
+def _table(run_dir: Path, name: str) -> pa.Table:
+    table = read_table(run_dir, name)
+    if table is None:
+        raise damaged(run_dir, name, "missing")
+    return table
 
 
 def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -128,7 +135,7 @@ def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
 def _append_table(path: Path, table: pa.Table) -> None:
     if path.exists():
-        table = pa.concat_tables([pq.ParquetFile(path).read(), table])
+        table = pa.concat_tables([_table(path.parent, path.name), table])
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     write_atomic(path, sink.getvalue().to_pybytes())

@@ -17,10 +17,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from iowatt.errors import RunNotFoundError
-from iowatt.store.runs import read_manifest, read_summary
+from iowatt.store.runs import damaged, read_manifest, read_summary, read_table
 
 _INTERVAL_COLUMNS = ("t_s", "duration_s", "ops_s", "mib_s", "mono_ns")
 PowerSeries = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
@@ -111,9 +110,8 @@ class Run:
 
 
 def _read_parquet(path: Path) -> pa.Table | None:
-    # A run interrupted before its first interval may have written no file at all. One file
-    # is read as it is: pq.read_table would load pyarrow.dataset (~0.4 s) for nothing.
-    return pq.ParquetFile(path).read() if path.exists() else None
+    # A run interrupted before its first interval may have written no file at all.
+    return read_table(path.parent, path.name)
 
 
 def _by_workload(table: pa.Table | None) -> Iterator[tuple[str, pa.Table]]:
@@ -236,13 +234,23 @@ def _sweep(path: Path) -> SweepData:
 
 
 def load_run(path: Path) -> Run:
-    """Read one run directory; raises :class:`RunNotFoundError` when it has no manifest."""
+    """Read one run directory; raises :class:`RunNotFoundError` when it has no manifest, and
+    a StoreError naming the file when one is damaged."""
     manifest_path = path / "manifest.json"
     if not manifest_path.is_file():
         raise RunNotFoundError(
             f"`{path}` is not a run directory (no manifest.json)",
             hint="pass a directory under the results directory, e.g. `iowatt-results/<run id>`",
         )
+    try:
+        return _load(path)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise damaged(
+            path, "manifest.json, summary.json or Parquet files", f"odd ({e!r})"
+        ) from None
+
+
+def _load(path: Path) -> Run:
     manifest = read_manifest(path)
     summary = read_summary(path) if (path / "summary.json").is_file() else {}
     power = _power(_read_parquet(path / "power.parquet"))
