@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,9 @@ from iowatt.store.catalog import indexed_dirs, refresh
 from iowatt.store.lock import is_held
 from iowatt.store.writer import MARKER, OWNER, TMP_PREFIX, fsync_dir
 
-JOURNAL = "sweep.json"  # a sweep's journal (iowatt.sweep.journal.PLAN)
+JOURNAL = "sweep.json"
+# A run's directory exists for an instant before its process locks it and writes its record.
+JUST_MADE_S = 10.0  # a sweep's journal (iowatt.sweep.journal.PLAN)
 
 
 @dataclass
@@ -64,7 +67,7 @@ def check_results(
 
 def _settle(tmp: Path, report: CheckReport, finish_journal: Callable[[Path], Path] | None) -> None:
     owner = tmp / OWNER
-    if is_held(tmp):
+    if is_held(tmp) or _just_made(tmp):
         report.add("in-progress", tmp.name, "its process is running")
         return
     run_id = tmp.name.removeprefix(TMP_PREFIX)
@@ -82,6 +85,10 @@ def _settle(tmp: Path, report: CheckReport, finish_journal: Callable[[Path], Pat
         _remove_created(path, run_id, report)
     shutil.rmtree(tmp, ignore_errors=True)
     report.add("removed", tmp.name, "a run whose process was killed before it was written")
+
+
+def _just_made(tmp: Path) -> bool:
+    return not any(tmp.iterdir()) and time.time() - tmp.stat().st_mtime < JUST_MADE_S
 
 
 def _complete(tmp: Path) -> bool:

@@ -82,14 +82,15 @@ class RunWriter:
         _prepare(results)
         try:
             self.tmp.mkdir()
+            # The lock is on the directory itself (the record in it is replaced as it grows),
+            # taken before the record is written: `runs --check` leaves young unrecorded ones.
+            fd = os.open(self.tmp, os.O_RDONLY | os.O_CLOEXEC)
+            try_lock(fd)
+            _HELD[self.tmp] = fd
             self._write_owner()
         except OSError as e:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.abandon()
             raise _unwritable(results, e) from None
-        # The lock is on the directory itself: the record in it is replaced as it grows.
-        fd = os.open(self.tmp, os.O_RDONLY | os.O_CLOEXEC)
-        try_lock(fd)
-        _HELD[self.tmp] = fd
 
     @classmethod
     def resume(cls, tmp: Path, run_id: str) -> RunWriter:
