@@ -67,7 +67,8 @@ _ROW_TABLES = ("runs", "workloads", "flowops", "energy", "files")
 @dataclass
 class Refreshed:
     """What one refresh changed: run directories indexed, dropped (gone from disk) and set
-    aside as broken (directory, file, reason); why the catalog was rebuilt, if it was."""
+    aside as broken (directory, file, reason); why the catalog had to be rebuilt (damaged,
+    from another version, moved), if it had to."""
 
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -115,7 +116,7 @@ def refresh(
         for half in results.glob(".catalog-*.duckdb*"):
             half.unlink()  # a writer killed while building a catalog (writers hold the lock)
         disk = run_dirs(results)
-        known, why = (None, "asked for") if rebuild else _known_dirs(path, results)
+        known, why = (None, None) if rebuild else _known_dirs(path, results)
         done = Refreshed(rebuilt=why)
         redo = sorted(p.name for p in changed if p.name in disk)
         if known is not None:
@@ -373,7 +374,7 @@ def _open(con: duckdb.DuckDBPyConnection, results: Path) -> None:
 
 def _warn_broken(done: Refreshed, sink: WarningSink | None) -> None:
     sink = sink or WarningSink()
-    if done.rebuilt and done.rebuilt != "asked for":
+    if done.rebuilt:
         sink.warn(RunWarning(Kind.CATALOG, f"{done.rebuilt}: rebuilt it from the run directories"))
     for name, file, reason in done.broken:
         sink.warn(
