@@ -159,7 +159,8 @@ def load(path: Path, *, target: Path | None = None, destroy_data: bool = False) 
     order = doc.get("order", "interleaved")
     if order not in ORDERS:
         raise ConfigError(f"{where}: unknown order `{order}`", f"orders are: {', '.join(ORDERS)}")
-    repetitions = _int(doc.get("repetitions", 3), where, "repetitions", 1, MAX_RUNS, "3")
+    repetitions = doc.get("repetitions", 3)
+    _int(repetitions, where, "repetitions", 1, MAX_RUNS, "repetitions = 3")
     total = repetitions * len(envs) * len(entries)
     if total > MAX_RUNS:
         raise ConfigError(

@@ -252,9 +252,7 @@ def _demand(gen: Generator, disks: list[Disk]) -> machine.Demand:
         )
         for d in disks
     )
-    return machine.Demand(
-        "the sweep's generators", parts, "use fewer --nthreads or a smaller --iodepth"
-    )
+    return machine.Demand("the sweep", parts, "use fewer --nthreads or a smaller --iodepth")
 
 
 def _disk(text: str, req: Request, gen: Generator) -> Disk:
