@@ -73,7 +73,7 @@ class Part:
 class Demand:
     """Everything one run of workloads takes at once, and how to name it in a message."""
 
-    name: str  # "workload `fileserver`", "the sweep's generators"
+    name: str  # "workload `fileserver`", "the sweep"
     parts: tuple[Part, ...]
     fewer: str  # the hint's way to ask for less, e.g. "use fewer --nthreads"
     source: str | None = None  # the workload file, for FILE:LINE
@@ -222,9 +222,10 @@ def _check_threads(demand: Demand, available: int | None) -> None:
     if available is None or needed + THREADS_RESERVE <= available:
         return
     top = demand.largest("threads")
+    most = f" (most in {top.what})" if len(demand.parts) > 1 else ""
     raise ConfigError(
-        f"{demand.place('threads')}{demand.name} needs {needed:,} threads ({top.what}) but "
-        f"the system can start only {available:,} more (threads-max, pids.max)",
+        f"{demand.place('threads')}{demand.name} needs {needed:,} threads{most} but the "
+        f"system can start only {available:,} more (threads-max, pids.max)",
         demand.fewer,
     )
 
@@ -234,16 +235,18 @@ def _check_files(demand: Demand, limit: tuple[int, int] | None, now: int) -> Non
     if limit is None:
         return
     soft, hard = limit
-    if needed + now + FILES_RESERVE <= soft:
+    want = needed + now + FILES_RESERVE
+    if want <= soft:
         return
     top = demand.largest("files")
-    want = needed + now + FILES_RESERVE
+    each = f"up to {top.files // max(top.threads, 1):,} per thread"
+    detail = each if len(demand.parts) == 1 else f"{top.what}: {each}"
     raise_it = f"raise the limit, e.g. `ulimit -n {want}`"
     if hard < want:
         raise_it += f" (above the hard limit {hard:,}: as root, or in /etc/security/limits.conf)"
     raise ConfigError(
-        f"{demand.place('files')}{demand.name} keeps up to {needed:,} files open "
-        f"({top.what}: {top.files:,}) but the limit is {soft:,} (RLIMIT_NOFILE)",
+        f"{demand.place('files')}{demand.name} keeps up to {needed:,} files open ({detail}) "
+        f"but the limit is {soft:,} (RLIMIT_NOFILE)",
         f"{raise_it}, or {demand.fewer}",
     )
 
@@ -279,15 +282,19 @@ def open_files_now() -> int:
 
 
 def threads_available() -> int | None:
-    """Threads the system can still start: the tightest of the kernel's threads-max and the
-    cgroup's pids.max, less what runs already; None when neither can be read."""
+    """Threads the system can still start: the tightest of the kernel's threads-max and
+    pid_max (every thread takes an id) and the cgroup's pids.max, less what runs already; None
+    when none can be read."""
     room = [r for r in (_kernel_room(), _cgroup_room()) if r is not None]
     return min(room) if room else None
 
 
 def _kernel_room() -> int | None:
     try:
-        most = int(Path("/proc/sys/kernel/threads-max").read_text())
+        most = min(
+            int(Path("/proc/sys/kernel/threads-max").read_text()),
+            int(Path("/proc/sys/kernel/pid_max").read_text()),
+        )
         # /proc/loadavg's fourth field is "running/total" scheduling entities (threads).
         running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
     except (OSError, ValueError, IndexError):
@@ -300,21 +307,22 @@ def _cgroup_room() -> int | None:
         try:
             most = (directory / "pids.max").read_text().strip()
             current = int((directory / "pids.current").read_text())
+            if most != "max":
+                return int(most) - current
         except (OSError, ValueError):
             continue
-        if most != "max":
-            return int(most) - current
     return None
 
 
 def _cgroup_pids_dirs() -> Iterable[Path]:
+    """This process's pids cgroup directories (v2, or v1's pids controller)."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return []
     out = []
     for line in lines:
-        _, controllers, path = line.split(":", 2)
+        _, controllers, path = [*line.split(":", 2), "", ""][:3]
         if controllers == "":  # cgroup v2
             out.append(Path("/sys/fs/cgroup") / path.lstrip("/"))
         elif "pids" in controllers.split(","):

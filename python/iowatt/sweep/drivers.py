@@ -217,7 +217,6 @@ class CmdDriver:
         timeout_s: float = COMMAND_TIMEOUT_S,
     ) -> None:
         self.set_argv = check_template(set_template, "--set")
-        self.set_template = set_template
         self.reset_argv = split_command(reset, "--reset") if reset else None
         if safe:
             self.safe_argv: list[str] | None = split_command(safe, "--safe")

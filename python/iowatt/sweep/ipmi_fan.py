@@ -111,7 +111,6 @@ class IpmiFanDriver:
             else [shlex.split(t) for t in v.set]
         )
         self.take_argvs = [] if set_template is not None else [shlex.split(t) for t in v.take]
-        self.set_template = set_template
         self.restore_templates = (
             [reset] if reset is not None else ([] if set_template is not None else v.restore)
         )

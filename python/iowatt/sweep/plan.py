@@ -160,6 +160,8 @@ def plan(req: Request, results: Path, labels: dict[str, str], seed: int) -> Swee
     check_range(stim, values)
     passes = pass_values(values, req.passes, req.order)
     _check_watch(req)
+    if req.set_template is not None:
+        _check_template_values(req.set_template, stim, values)
     settle_s = _positive_duration(req.settle, "--settle")
     hold_s = _positive_duration(req.hold, "--hold")
     generator = _generator(req)
@@ -174,7 +176,6 @@ def plan(req: Request, results: Path, labels: dict[str, str], seed: int) -> Swee
         raise ConfigError(f"unknown driver `{driver_name}`", f"drivers are: {', '.join(DRIVERS)}")
     _check_driver_options(driver_name, req, disks)
     driver = _driver(driver_name, stim, req, disks)
-    _check_template_values(driver, stim, values)
     machine.check(_demand(generator, disks))
     watch = None
     if stim.kind == "fan" and driver_name != "emulated" and not req.no_watchdog:
@@ -235,11 +236,9 @@ def _check_watch(req: Request) -> None:
         )
 
 
-def _check_template_values(driver: Driver, stim: Stimulus, values: list[float]) -> None:
-    """Every value the sweep sets, and the fans' safe 100 %, must fill the --set template."""
-    template: str | None = getattr(driver, "set_template", None)
-    if template is None:
-        return
+def _check_template_values(template: str, stim: Stimulus, values: list[float]) -> None:
+    """Every value the sweep sets, and the fans' safe 100 %, must fill the --set template:
+    checked before any disk or driver is touched."""
     safe = [100.0] if stim.kind == "fan" else []
     check_fills(check_template(template, "--set"), [*values, *safe], template, "--set")
 

@@ -48,6 +48,8 @@ DEFAULT_RUNTIME_S = 60.0  # FileBench's TIMED_RUNTIME_DEFAULT
 # beyond any run (hog does not look at the clock until its loop ends; delay counts seconds on a
 # nanosecond clock).
 _VALUE_MAX = {"hog": 10**9, "delay": int(MAX_DURATION_S)}
+# Flowops that move `iosize` bytes each time (run.rs `validate_filesets`).
+_NEEDS_IOSIZE = ("read", "write", "aiowrite", "appendfile", "appendfilerand")
 # Variables defined by other variables, resolved recursively: far below Python's recursion limit.
 _MAX_NESTING = 100
 MAX_FD = 128  # FileBench's THREADFLOW_MAXFD
@@ -534,7 +536,7 @@ class _Evaluator:
                 "not a multiple of 512",
                 "O_DIRECT needs a multiple of the disk's logical block size, e.g. iosize=4k",
             )
-        return {
+        op = {
             "name": name,
             "kind": f.kind,
             "file": 0,
@@ -555,6 +557,12 @@ class _Evaluator:
             "blocking": self.as_bool(attrs.get("blocking")),
             "highwater": num("highwater", default=1),  # FileBench's default
         }
+        if f.kind in _NEEDS_IOSIZE and iosize == 0:
+            # The engine would refuse it only once the run has started.
+            raise self.err(
+                f.line, f"`{f.kind}` flowop `{name}` needs an iosize", "add iosize=, e.g. iosize=8k"
+            )
+        return op
 
     def check_targets(self, flowops: list[tuple[dict[str, Any], FlowopDef]]) -> None:
         kinds: dict[str, set[str]] = {}
