@@ -579,6 +579,9 @@ def campaign_files(draw: st.DrawFn) -> bytes:
     tables = [doc, doc["defaults"], doc["workload"][0], doc["env"][0]]
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
         table = draw(st.sampled_from(tables))
+        if not table:  # every key dropped already
+            table[draw(_garbage())] = draw(TOML_VALUES)
+            continue
         key = draw(st.sampled_from(sorted(table)))
         action = draw(st.sampled_from(["other", "replace", "replace", "drop", "add"]))
         if action == "other" and key in OTHER_VALID:
