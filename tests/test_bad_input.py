@@ -21,6 +21,9 @@ SHORT = ("--runtime", "1s", "--filesize", "8m", "--quiet")
         (("randomread", "--iodepth", "8"), "`8`"),
         (("--suite", "nosuch"), "`nosuch`"),
         (("randomread", "--label", "novalue"), "`novalue`"),
+        (("randomread", "--nthreads", "0"), "`0`"),
+        (("randomread", "--rate", "nan"), "`nan`"),
+        (("randomread", "--filesize", "0"), "`0`"),
     ],
 )
 def test_bad_values_are_named_with_a_hint(tmp_path, capsys, args, named):

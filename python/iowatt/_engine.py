@@ -11,11 +11,12 @@ with the hints that name iowatt's options added here rather than in the bindings
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict, cast
 
 from iowatt import _core
-from iowatt.errors import IowattError, RunInterrupted, TargetError
+from iowatt.errors import ConfigError, IowattError, RunInterrupted, TargetError
 
 POLL_S = 0.1
 
@@ -119,19 +120,24 @@ class Handle(Protocol):
 class WorkloadRun:
     """One workload on the engine: build it, :func:`drive` it, then read its result."""
 
-    def __init__(self, run: _core.WorkloadRun) -> None:
+    def __init__(self, run: _core.WorkloadRun, name: str = "") -> None:
         self._run = run
+        self.name = name
 
     @classmethod
     def fileio(cls, spec: Mapping[str, Any]) -> WorkloadRun:
         """A FileIO personality's parameters (``crates/iowatt-workload/src/personality.rs``)."""
-        return cls(_engine_call(lambda: _core.WorkloadRun(json.dumps(spec))))
+        sent = Encoded(spec)
+        name = str(spec.get("name", ""))
+        return cls(_engine_call(lambda: _core.WorkloadRun(sent.text), name, sent), name)
 
     @classmethod
     def model(cls, model: Mapping[str, Any]) -> WorkloadRun:
         """A whole workload model (files, filesets, threads, flowops), as ``iowatt.wml`` builds
         from a ``.f`` file."""
-        return cls(_engine_call(lambda: _core.WorkloadRun.from_model(json.dumps(model))))
+        sent = Encoded(model)
+        name = str(model.get("name", ""))
+        return cls(_engine_call(lambda: _core.WorkloadRun.from_model(sent.text), name, sent), name)
 
     def model_dict(self) -> dict[str, Any]:
         """The model the engine runs (recorded in the manifest)."""
@@ -150,7 +156,7 @@ class WorkloadRun:
         return cast(Progress, self._run.progress())
 
     def result(self) -> WorkloadResult:
-        return cast(WorkloadResult, _engine_call(self._run.result))
+        return cast(WorkloadResult, _engine_call(self._run.result, self.name))
 
 
 def drive(
@@ -221,10 +227,128 @@ class PowerSampler:
         return self._rec.stats()
 
 
-def _engine_call(call: Callable[[], Any]) -> Any:
+def _engine_call(
+    call: Callable[[], Any], workload: str | None = None, sent: Encoded | None = None
+) -> Any:
     try:
         return call()
     except IowattError as e:
         if e.hint is None and e.kind in _HINTS:
             e.hint = _HINTS[e.kind]
+        # Serde's errors carry no kind; the engine's own validation says "invalid".
+        if workload is not None and isinstance(e, ConfigError) and e.kind in (None, "invalid"):
+            raise _workload_error(e, workload, sent) from None
         raise
+
+
+# --- the engine's own validation, in the user's terms ---------------------------------------
+#
+# iowatt checks every value before the engine sees it; these translate what slips through (the
+# engine reading its JSON, or refusing a workload) into a message that names the workload and
+# the field, never serde's "expected value at line 1 column 214".
+
+# A FileIO field → the bench option it comes from.
+_OPTIONS = {
+    "iosize": "--iosize", "filesize": "--filesize", "nthreads": "--nthreads", "rate": "--rate",
+    "seed": "--seed", "runtime_ns": "--runtime", "ramp_ns": "--ramp", "iodepth": "--iodepth",
+    "slow_ns": "--slow", "engine": "--engine", "directio": "--directio", "dsync": "--dsync",
+}  # fmt: skip
+_SERDE_PLACE = re.compile(r"^(?:invalid workload(?: model)?: )?(.*) at line (\d+) column (\d+)$")
+_SHOWN = 40  # characters of a value quoted in a message
+
+
+class Encoded:
+    """A workload as the JSON text sent to the engine, with where each value sits in it, so a
+    position in the engine's error can be traced back to the field it is in."""
+
+    def __init__(self, value: Any) -> None:
+        self._parts: list[str] = []
+        self._pos = 0
+        self.spans: list[tuple[int, int, tuple[str | int, ...]]] = []
+        self._walk(value, ())
+        self.text = "".join(self._parts)
+        self.value = value
+
+    def _emit(self, text: str) -> None:
+        self._parts.append(text)
+        self._pos += len(text)
+
+    def _walk(self, value: Any, path: tuple[str | int, ...]) -> None:
+        start = self._pos
+        if isinstance(value, Mapping):
+            self._emit("{")
+            for i, (key, item) in enumerate(value.items()):
+                self._emit(("," if i else "") + json.dumps(str(key)) + ":")
+                self._walk(item, (*path, str(key)))
+            self._emit("}")
+        elif isinstance(value, list | tuple):
+            self._emit("[")
+            for i, item in enumerate(value):
+                self._emit("," if i else "")
+                self._walk(item, (*path, i))
+            self._emit("]")
+        else:
+            self._emit(json.dumps(value))
+        self.spans.append((start, self._pos, path))
+
+    def field_at(self, line: int, column: int) -> tuple[tuple[str | int, ...], str] | None:
+        """The path of the innermost value at serde's (1-based) line and column, and its text."""
+        if line != 1:  # the text is one line
+            return None
+        offset = column - 1
+        inside = [s for s in self.spans if s[0] <= offset < s[1]]
+        if not inside:
+            return None
+        start, end, path = min(inside, key=lambda s: s[1] - s[0])
+        return path, self.text[start:end]
+
+    def describe(self, path: tuple[str | int, ...]) -> str:
+        """``thread `shadow` instances``, ``fileset `data` size``, ``rate``."""
+        words: list[str] = []
+        node: Any = self.value
+        for i, key in enumerate(path):
+            if isinstance(key, int) and isinstance(node, Sequence):
+                node = node[key] if key < len(node) else None
+                name = node.get("name") if isinstance(node, Mapping) else None
+                within = str(path[i - 1]) if i else ""
+                # "threads", 3 → thread `shadow`; an unnamed item stays slow_ns[1]
+                words[-1:] = [
+                    f"{within.removesuffix('s')} `{name}`" if name else f"{within}[{key}]"
+                ]
+            else:
+                node = node.get(key) if isinstance(node, Mapping) else None
+                words.append(str(key))
+        return " ".join(words) or "the workload"
+
+
+def _workload_error(e: ConfigError, workload: str, sent: Encoded | None) -> ConfigError:
+    """The engine's ConfigError about ``workload``, naming the field and the option."""
+    m = _SERDE_PLACE.match(e.message)
+    if m is None or sent is None:
+        what = e.message.removeprefix("invalid workload: ")
+        return ConfigError(
+            f"workload `{workload}`: {what}",
+            e.hint
+            or "iowatt's own checks let this through: change the option or the "
+            "workload file line it names, and please report it",
+        )
+    reason, line, column = m.group(1), int(m.group(2)), int(m.group(3))
+    found = sent.field_at(line, column)
+    if found is None or not found[0]:
+        return ConfigError(
+            f"workload `{workload}`: the engine cannot read its parameters: {reason}",
+            "please report it, with the command line",
+        )
+    path, text = found
+    shown = text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+    option = _OPTIONS.get(str(path[0]))
+    field = sent.describe(path)
+    if option:
+        field = f"{option} ({field})"
+    return ConfigError(
+        f"workload `{workload}`: {field} `{shown}` is not a value the engine takes ({reason})",
+        f"give {option} a value in range (`iowatt bench --help`)"
+        if option
+        else "change that value in the workload file; iowatt should have refused it: "
+        "please report it",
+    )

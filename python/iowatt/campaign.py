@@ -24,17 +24,25 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 from iowatt import bench as bench_lib
-from iowatt.bench.config import BenchConfig, Options, Reporter
+from iowatt.bench.config import MAX_IODEPTH, BenchConfig, Options, Reporter
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.interrupts import held
 from iowatt.store.catalog import list_runs
 from iowatt.store.runs import read_manifest
 from iowatt.store.writer import new_run_id
-from iowatt.units import parse_duration
+from iowatt.units import (
+    U32_MAX,
+    U64_MAX,
+    check_finite,
+    check_int,
+    parse_duration,
+    parse_positive_size,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,6 +58,13 @@ _WORKLOAD_KEYS = ("run", "suite", *_OPTION_KEYS)
 _ENV_KEYS = ("name", "labels", "setup", "teardown")
 # Labels iowatt sets on every campaign run; an environment may not redefine them.
 _RESERVED_LABELS = ("campaign", "env", "rep")
+# Runs of one campaign (repetitions × envs × workloads): the schedule is a list, built at once,
+# and a campaign of more runs than this would take months.
+MAX_RUNS = 10_000
+_TEXT_KEYS = ("engine", "slow")
+_BOOL_KEYS = ("directio", "dsync")
+_INT_KEYS = {"nthreads": (1, U32_MAX, "nthreads = 4"), "iodepth": (1, MAX_IODEPTH, "iodepth = 32")}
+_HINT = "see docs/campaign.md"
 
 
 @dataclass(frozen=True)
@@ -122,14 +137,10 @@ class PlannedRun:
 def load(path: Path, *, target: Path | None = None, destroy_data: bool = False) -> Campaign:
     """Reads and checks a campaign file; every workload is planned once so a bad option is
     reported before anything runs."""
-    try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"no campaign file `{path}`", "check the path") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"`{path}` is not valid TOML: {e}", "see docs/campaign.md") from None
+    doc = _read(path)
     where = path.name
     _check_keys(doc, _TOP_KEYS, where, "the top level")
+    _check_top(doc, where)
     envs = [_env(e, i, where) for i, e in enumerate(_tables(doc, "env", where), 1)]
     entries = [_entry(w, i, where) for i, w in enumerate(_tables(doc, "workload", where), 1)]
     if not entries or not envs:
@@ -141,13 +152,24 @@ def load(path: Path, *, target: Path | None = None, destroy_data: bool = False) 
     if len(set(names)) != len(names):
         raise ConfigError(f"{where}: env names repeat: {', '.join(names)}", "give each a name")
     defaults = doc.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{where}: `defaults` must be a table", "write [defaults]")
     _check_keys(defaults, _OPTION_KEYS, where, "[defaults]")
+    _check_options(defaults, where, "[defaults]")
     order = doc.get("order", "interleaved")
     if order not in ORDERS:
         raise ConfigError(f"{where}: unknown order `{order}`", f"orders are: {', '.join(ORDERS)}")
     repetitions = doc.get("repetitions", 3)
-    if not isinstance(repetitions, int) or repetitions < 1:
-        raise ConfigError(f"{where}: repetitions `{repetitions}` must be a whole number ≥ 1", None)
+    _int(repetitions, where, "repetitions", 1, MAX_RUNS, "repetitions = 3")
+    total = repetitions * len(envs) * len(entries)
+    if total > MAX_RUNS:
+        raise ConfigError(
+            f"{where}: {repetitions:,} repetitions of {len(envs)} envs × {len(entries)} "
+            f"workloads make {total:,} runs, more than {MAX_RUNS:,}",
+            "use fewer repetitions, or split the campaign in several files",
+        )
+    # Repetition r runs with seed + r − 1: the last one too must fit the engine's u64.
+    seed = _int(doc.get("seed", 1), where, "seed", 0, U64_MAX - repetitions + 1, "seed = 1")
     name = str(doc.get("name") or path.stem)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise ConfigError(
@@ -165,7 +187,7 @@ def load(path: Path, *, target: Path | None = None, destroy_data: bool = False) 
         drop_caches=bool(doc.get("drop_caches", False)),
         target=target or (Path(doc["target"]) if doc.get("target") else None),
         destroy_data=destroy_data or bool(doc.get("destroy_data", False)),
-        seed=int(doc.get("seed", 1)),
+        seed=seed,
         labels=_labels(doc.get("labels", {}), where, "labels"),
         defaults=defaults,
     )
@@ -177,6 +199,80 @@ def load(path: Path, *, target: Path | None = None, destroy_data: bool = False) 
     for no in range(1, len(entries) + 1):
         bench_config(campaign, no, campaign.envs[0], 1, Path("."))
     return campaign
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The file as a TOML document; every way it can fail to be one is a ConfigError."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"no campaign file `{path}`", "check the path") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read `{path}`: {e.strerror}", "check the path") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"`{path}` is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})",
+            f"a campaign file is TOML text; {_HINT}",
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"`{path}` is not valid TOML: {e}", _HINT) from None
+    except RecursionError:
+        raise ConfigError(f"`{path}` nests arrays or tables too deep", _HINT) from None
+
+
+def _check_top(doc: Mapping[str, Any], where: str) -> None:
+    """The top level's values have the types their keys take."""
+    for key in ("name", "order", "target"):
+        if key in doc and not isinstance(doc[key], str):
+            raise ConfigError(f"{where}: {key} `{doc[key]}` must be text", f'e.g. {key} = "..."')
+    for key in ("drop_caches", "destroy_data"):
+        if key in doc and not isinstance(doc[key], bool):
+            raise ConfigError(
+                f"{where}: {key} `{doc[key]}` must be true or false", f"e.g. {key} = true"
+            )
+    if "cooldown" in doc:
+        _option(lambda: parse_duration(doc["cooldown"], "cooldown"), where)
+
+
+def _int(value: Any, where: str, key: str, lo: int, hi: int, example: str) -> int:
+    return _option(lambda: check_int(value, key, lo, hi, example), where)
+
+
+def _option(check: Callable[[], Any], where: str) -> Any:
+    """Runs a check of the units module, placing its error in the file."""
+    try:
+        return check()
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e.message}", e.hint) from None
+
+
+def _check_options(table: Mapping[str, Any], where: str, part: str) -> None:
+    """Bench options in a [defaults] or [[workload]] table, named by their keys: the bench
+    checks them again as options, but here the file and the table are known."""
+    place = f"{where}: {part}"
+    for key, value in table.items():
+        if key in ("iosize", "filesize"):
+            _option(partial(parse_positive_size, value, key, f'{key} = "8k"'), place)
+        elif key in _INT_KEYS:
+            lo, hi, example = _INT_KEYS[key]
+            _int(value, place, key, lo, hi, example)
+        elif key in ("runtime", "ramp"):
+            _option(partial(parse_duration, value, key), place)
+        elif key == "rate":
+            _option(partial(check_finite, value, key, "rate = 5000"), place)
+        elif key in _TEXT_KEYS and not isinstance(value, str):
+            raise ConfigError(f"{place}: {key} `{value}` must be text", f'e.g. {key} = "..."')
+        elif key in _BOOL_KEYS and not isinstance(value, bool):
+            raise ConfigError(f"{place}: {key} `{value}` must be true or false", f"{key} = true")
+        elif key == "sets" and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise ConfigError(
+                f"{place}: sets `{value}` must be a list of NAME=VALUE texts",
+                'e.g. sets = ["nthreads=8"]',
+            )
 
 
 def _tables(doc: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, Any]]:
@@ -209,6 +305,11 @@ def _env(table: Mapping[str, Any], i: int, where: str) -> Env:
     for key in _RESERVED_LABELS:
         if key in labels:
             raise ConfigError(f"{where}: {part} sets the label `{key}`", "iowatt sets it itself")
+    for key in ("name", "setup", "teardown"):
+        if key in table and not isinstance(table[key], str):
+            raise ConfigError(
+                f"{where}: {part} {key} `{table[key]}` must be text", f'e.g. {key} = "..."'
+            )
     return Env(str(table["name"]), labels, table.get("setup"), table.get("teardown"))
 
 
@@ -220,7 +321,13 @@ def _entry(table: Mapping[str, Any], i: int, where: str) -> Entry:
             f"{where}: {part} needs either `run` or `suite`",
             'e.g. run = "randomwrite", or suite = "fileio"',
         )
+    for key in ("run", "suite"):
+        if key in table and not isinstance(table[key], str):
+            raise ConfigError(
+                f"{where}: {part} {key} `{table[key]}` must be text", f'e.g. {key} = "randomread"'
+            )
     options = {k: v for k, v in table.items() if k in _OPTION_KEYS}
+    _check_options(options, where, part)
     return Entry(table.get("run"), table.get("suite"), options)
 
 
@@ -269,15 +376,19 @@ def bench_config(
         raise ConfigError(f"{campaign.source.name}: {e}", "see `iowatt bench --help`") from None
     labels = {**campaign.labels, **env.labels}
     labels.update(campaign=campaign.name, env=env.name, rep=str(rep))
-    config = bench_lib.plan(
-        entry.run,
-        opts,
-        suite=entry.suite,
-        target=campaign.target,
-        results=results,
-        labels=labels,
-        destroy_data=campaign.destroy_data,
-    )
+    try:
+        config = bench_lib.plan(
+            entry.run,
+            opts,
+            suite=entry.suite,
+            target=campaign.target,
+            results=results,
+            labels=labels,
+            destroy_data=campaign.destroy_data,
+        )
+    except ConfigError as e:  # name the file and the workload: the option is one of its keys
+        place = f"{campaign.source.name}: [[workload]] #{entry_no} ({entry.title})"
+        raise ConfigError(f"{place}: {e.message}", e.hint) from None
     config.report = False
     config.campaign = {
         "name": campaign.name,

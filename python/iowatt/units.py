@@ -7,33 +7,99 @@ shown, the exact one stays available (``--json``, ``data-ns`` attributes in repo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from iowatt.errors import ConfigError
 
+# The largest size iowatt accepts anywhere: the engine keeps sizes in u64 and file offsets in
+# i64, and adds sizes up (a fileset's bytes, offsets plus an I/O); 4 EiB is beyond any device
+# and leaves that arithmetic room.
+MAX_SIZE = 1 << 62
+MAX_SIZE_TEXT = "4 EiB (2^62 bytes)"
+# The longest duration: the engine adds runtimes to a u64 nanosecond clock, and no measurement
+# outlasts a year.
+MAX_DURATION_S = 366 * 86400.0
+U32_MAX = (1 << 32) - 1
+U64_MAX = (1 << 64) - 1
+
 
 def parse_size(text: str | int, option: str = "size") -> int:
-    """Bytes in ``text`` (``8k``, ``10g``); a ConfigError naming ``option`` if it does not parse."""
+    """Bytes in ``text`` (``8k``, ``10g``), from 0 to :data:`MAX_SIZE`; a ConfigError naming
+    ``option`` and the value if it does not parse or is out of range."""
+    if isinstance(text, bool) or not isinstance(text, int | str):
+        raise ConfigError(f"{option} `{text}` is not a size", "e.g. 8k, 256m or 10g")
     if isinstance(text, int):
-        return text
-    from iowatt import _engine  # the extension is only needed to parse, not to format
+        n = text
+    else:
+        from iowatt import _engine  # the extension is only needed to parse, not to format
 
-    try:
-        return _engine.parse_size(text)
-    except ConfigError as e:
-        raise ConfigError(f"{option}: {e.message}", e.hint) from None
+        try:
+            n = _engine.parse_size(text)
+        except ConfigError as e:
+            raise ConfigError(f"{option}: {e.message}", e.hint) from None
+    if n < 0:
+        raise ConfigError(f"{option} `{text}` is negative", "sizes are 0 or more, e.g. 8k")
+    if n > MAX_SIZE:
+        raise ConfigError(
+            f"{option} `{text}` is larger than {MAX_SIZE_TEXT}, the largest size iowatt takes",
+            "give a size a device can hold, e.g. 10g or 2t",
+        )
+    return n
+
+
+def parse_positive_size(text: str | int, option: str, example: str) -> int:
+    """A size of at least one byte (an I/O, a file)."""
+    n = parse_size(text, option)
+    if n == 0:
+        raise ConfigError(f"{option} `{text}` must be at least one byte", f"e.g. {example}")
+    return n
 
 
 def parse_duration(text: str | float, option: str = "duration") -> float:
-    """Seconds in ``text`` (``500ms``, ``3s``, ``2m``; a bare number is seconds)."""
+    """Seconds in ``text`` (``500ms``, ``3s``, ``2m``; a bare number is seconds), from 0 to
+    :data:`MAX_DURATION_S`."""
+    if isinstance(text, bool) or not isinstance(text, int | float | str):
+        raise ConfigError(f"{option} `{text}` is not a duration", "e.g. 500ms, 30s or 2m")
     if isinstance(text, int | float):
-        return float(text)
-    from iowatt import _engine
+        seconds = float(text)
+        if not seconds >= 0:  # NaN too
+            raise ConfigError(f"{option} `{text}` must be 0 or more seconds", "e.g. 30s")
+    else:
+        from iowatt import _engine
 
+        try:
+            seconds = _engine.parse_duration_ns(text) / 1e9
+        except ConfigError as e:
+            raise ConfigError(f"{option}: {e.message}", e.hint) from None
+    if seconds > MAX_DURATION_S:
+        raise ConfigError(
+            f"{option} `{text}` is longer than a year, the longest duration iowatt takes",
+            "e.g. 30s, 10m or 24h",
+        )
+    return seconds
+
+
+def check_finite(value: object, option: str, example: str) -> float:
+    """``value`` as a float when it is a finite number (not NaN, not infinite, not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{option} `{value}` is not a number", f"e.g. {example}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{option} `{value}` is not a finite number", f"e.g. {example}")
     try:
-        return _engine.parse_duration_ns(text) / 1e9
-    except ConfigError as e:
-        raise ConfigError(f"{option}: {e.message}", e.hint) from None
+        return float(value)
+    except OverflowError:  # an int beyond any float
+        raise ConfigError(f"{option} `{value}` is out of range", f"e.g. {example}") from None
+
+
+def check_int(value: object, option: str, lo: int, hi: int, example: str) -> int:
+    """``value`` when it is a whole number from ``lo`` to ``hi``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{option} `{value}` is not a whole number", f"e.g. {example}")
+    if not lo <= value <= hi:
+        bound = f"at least {lo:,}" if value < lo else f"at most {hi:,}"
+        raise ConfigError(f"{option} `{value}` must be {bound}", f"e.g. {example}")
+    return value
 
 
 def parse_thresholds(text: str, option: str = "--slow") -> list[int]:

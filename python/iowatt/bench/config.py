@@ -11,12 +11,26 @@ from iowatt._engine import Progress, WorkloadResult
 from iowatt.errors import ConfigError
 from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
-from iowatt.units import parse_duration, parse_thresholds
+from iowatt.units import (
+    U32_MAX,
+    U64_MAX,
+    check_finite,
+    check_int,
+    parse_duration,
+    parse_positive_size,
+    parse_thresholds,
+)
 
 if TYPE_CHECKING:
     from iowatt.wml import Program
 
 ENGINES = ("psync", "io_uring")
+# io_uring's IORING_MAX_ENTRIES: a ring cannot hold more operations in flight.
+MAX_IODEPTH = 32768
+# --rate is ops/s across all threads. The engine spaces operations in whole nanoseconds, so
+# above 1e9 a rate limits nothing; below 1e-3 (one operation per 17 minutes) the spacing
+# overflows its clock arithmetic for many threads and the limit is silently lost.
+MIN_RATE, MAX_RATE = 1e-3, 1e9
 
 
 @dataclass
@@ -132,6 +146,47 @@ class SilentReporter:
 
     def note(self, message: str) -> None:
         pass
+
+
+def check_options(opts: Options) -> None:
+    """Refuses any option value the engine could not take, naming the option and the value: a
+    notebook or a campaign file may hand any type where the CLI hands a number."""
+    for name in ("iosize", "filesize"):
+        value = getattr(opts, name)
+        if value is not None:
+            parse_positive_size(value, f"--{name}", "4k" if name == "iosize" else "256m")
+    if opts.nthreads is not None:
+        check_int(opts.nthreads, "--nthreads", 1, U32_MAX, "--nthreads 4")
+    if opts.iodepth is not None:
+        check_int(opts.iodepth, "--iodepth", 1, MAX_IODEPTH, "--iodepth 32")
+    if opts.seed is not None:
+        check_int(opts.seed, "--seed", 0, U64_MAX, "--seed 42")
+    if opts.rate is not None:
+        _check_rate(opts.rate)
+    for name in ("runtime", "ramp"):
+        value = getattr(opts, name)
+        if value is not None:
+            parse_duration(value, f"--{name}")
+    for name, example in (("slow", "100ms,200ms"), ("engine", "psync")):
+        value = getattr(opts, name)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"--{name} `{value}` is not text", f"e.g. --{name} {example}")
+    for name in ("directio", "dsync"):
+        value = getattr(opts, name)
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(f"--{name} `{value}` is not true or false", f"e.g. {name} = true")
+    if isinstance(opts.sets, str) or not all(isinstance(s, str) for s in opts.sets):
+        raise ConfigError(f"--set `{opts.sets}` is not a list of NAME=VALUE", "e.g. nthreads=8")
+
+
+def _check_rate(rate: object) -> float:
+    value = check_finite(rate, "--rate", "--rate 5000 (ops/s)")
+    if not MIN_RATE <= value <= MAX_RATE:
+        raise ConfigError(
+            f"--rate `{rate}` is outside {MIN_RATE:g} to {MAX_RATE:g} ops/s",
+            "e.g. --rate 5000; leave --rate out to run as fast as the device goes",
+        )
+    return value
 
 
 def resolve_common(opts: Options, default_runtime: str) -> dict[str, Any]:

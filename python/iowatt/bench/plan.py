@@ -11,8 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from iowatt.bench import filemacro
-from iowatt.bench.config import ENGINES, BenchConfig, Options, WorkloadConfig, resolve_common
+from iowatt.bench import filemacro, limits
+from iowatt.bench.config import (
+    ENGINES,
+    BenchConfig,
+    Options,
+    WorkloadConfig,
+    check_options,
+    resolve_common,
+)
 from iowatt.bench.fileio import (
     DEFAULT_RUNTIME,
     PERSONALITIES,
@@ -25,7 +32,10 @@ from iowatt.bench.fileio import (
 )
 from iowatt.errors import ConfigError
 from iowatt.power.sources import DEFAULT_HZ, parse_source
-from iowatt.units import parse_duration, parse_size
+from iowatt.units import check_finite, parse_duration, parse_positive_size
+
+# Power samples per second: the samplers' clock is in ns, and no meter reads faster than 10 kHz.
+MAX_POWER_HZ = 10_000.0
 
 
 def plan(
@@ -49,6 +59,7 @@ def plan(
     ``power`` names power sources as ``--power`` does (``rapl``, ``meter:path=…``), sampled
     ``power_hz`` times a second; ``idle`` measures idle power that long first (needs ``power``).
     """
+    check_options(opts)
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
     if what and suite:
         raise ConfigError(
@@ -85,8 +96,13 @@ def plan(
         )
     if idle and not power:
         raise ConfigError("--idle needs --power", "e.g. --power rapl --idle 30s")
-    if not power_hz > 0:
-        raise ConfigError(f"--power-hz `{power_hz}` must be positive", "e.g. --power-hz 10")
+    if not 0 < check_finite(power_hz, "--power-hz", "--power-hz 10") <= MAX_POWER_HZ:
+        raise ConfigError(
+            f"--power-hz `{power_hz}` must be above 0 and at most {MAX_POWER_HZ:g}",
+            "e.g. --power-hz 10",
+        )
+    for wl in workloads:
+        limits.check_workload(wl)
     return BenchConfig(
         workloads=workloads,
         target=target,
@@ -105,14 +121,16 @@ def plan(
 def _from_entry(
     e: SuiteEntry, opts: Options, defaults: dict[str, Any], seed: int
 ) -> WorkloadConfig:
-    nthreads = e.nthreads if e.nthreads == 1 else opts.nthreads or defaults.get("nthreads")
+    nthreads = e.nthreads
+    if e.nthreads != 1:  # a single stream stays one thread
+        nthreads = _given(opts.nthreads, defaults.get("nthreads", e.nthreads))
     return _resolve(
         e.name,
         e.personality,
         opts,
-        iosize=opts.iosize or e.iosize,
-        filesize=opts.filesize or defaults["filesize"],
-        nthreads=nthreads or e.nthreads,
+        iosize=_given(opts.iosize, e.iosize),
+        filesize=_given(opts.filesize, defaults["filesize"]),
+        nthreads=nthreads,
         runtime=opts.runtime or defaults["runtime"],
         directio=e.directio if opts.directio is None else opts.directio,
         seed=seed,
@@ -125,13 +143,18 @@ def _from_personality(personality: str, opts: Options, seed: int) -> WorkloadCon
         personality,
         personality,
         opts,
-        iosize=opts.iosize or d["iosize"],
-        filesize=opts.filesize or d["filesize"],
-        nthreads=opts.nthreads or 1,
+        iosize=_given(opts.iosize, d["iosize"]),
+        filesize=_given(opts.filesize, d["filesize"]),
+        nthreads=_given(opts.nthreads, 1),
         runtime=opts.runtime or DEFAULT_RUNTIME,
         directio=bool(opts.directio),
         seed=seed,
     )
+
+
+def _given(value: Any, default: Any) -> Any:
+    """The option's value when the user gave one (0 included: it is refused, not replaced)."""
+    return default if value is None else value
 
 
 def _resolve(
@@ -139,8 +162,8 @@ def _resolve(
     personality: str,
     opts: Options,
     *,
-    iosize: str,
-    filesize: str,
+    iosize: str | int,
+    filesize: str | int,
     nthreads: int,
     runtime: str,
     directio: bool,
@@ -149,21 +172,17 @@ def _resolve(
     engine = (opts.engine or "psync").replace("-", "_")
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine `{opts.engine}`", f"engines are: {', '.join(ENGINES)}")
-    iodepth = opts.iodepth or (32 if engine == "io_uring" else 1)
+    iodepth = _given(opts.iodepth, 32 if engine == "io_uring" else 1)
     if engine == "psync" and iodepth != 1:
         raise ConfigError(
             f"--iodepth `{iodepth}` needs an asynchronous engine",
             "psync keeps one operation in flight per thread; add --engine io_uring",
         )
-    if iodepth < 1 or nthreads < 1:
-        raise ConfigError("--iodepth and --nthreads must be at least 1", "e.g. --nthreads 4")
-    if opts.rate is not None and opts.rate <= 0:
-        raise ConfigError(f"--rate `{opts.rate}` must be positive", "e.g. --rate 5000 (ops/s)")
     wl = WorkloadConfig(
         name=name,
         personality=personality,
-        iosize=parse_size(iosize, "--iosize"),
-        filesize=parse_size(filesize, "--filesize"),
+        iosize=parse_positive_size(iosize, "--iosize", "--iosize 4k"),
+        filesize=parse_positive_size(filesize, "--filesize", "--filesize 256m"),
         nthreads=nthreads,
         directio=directio,
         dsync=opts.dsync,
@@ -173,6 +192,22 @@ def _resolve(
         seed=seed,
         **resolve_common(opts, default_runtime=runtime),
     )
-    if wl.iosize <= 0:
-        raise ConfigError(f"--iosize `{iosize}` must be at least one byte", "e.g. --iosize 4k")
+    _check_io_fits(wl, iosize, filesize)
     return wl
+
+
+def _check_io_fits(wl: WorkloadConfig, iosize: str | int, filesize: str | int) -> None:
+    """The engine's own rules for a FileIO flowop (``run.rs`` ``validate_files``), checked with
+    the options' names: reads and random writes need a file holding one I/O, and O_DIRECT
+    moves whole logical blocks (512 bytes at least; 4k on most newer disks)."""
+    grows = wl.personality.endswith("streamwrite")  # sequential writes grow from empty
+    if not grows and wl.iosize > wl.filesize:
+        raise ConfigError(
+            f"--iosize `{iosize}` is larger than --filesize `{filesize}` ({wl.name})",
+            "use a smaller --iosize or a larger --filesize",
+        )
+    if wl.directio and wl.iosize % 512:
+        raise ConfigError(
+            f"--iosize `{iosize}` is not a multiple of 512 bytes, which O_DIRECT needs ({wl.name})",
+            "use a multiple of the disk's logical block size, e.g. --iosize 4k, or --buffered",
+        )

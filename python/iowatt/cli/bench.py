@@ -15,7 +15,10 @@ from iowatt.cli.comparison import show_comparison
 from iowatt.cli.progress import RichReporter
 from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
 from iowatt.store.runs import read_summary, results_dir
-from iowatt.units import parse_labels
+from iowatt.units import U64_MAX, check_int, parse_labels
+
+# As many runs as a campaign may have (iowatt.campaign.MAX_RUNS, imported only when needed).
+MAX_REPEAT = 10_000
 
 HELP = f"""Run FileBench FileIO workloads and store the run.
 
@@ -73,6 +76,7 @@ def bench(
     as_json: bool,
     **opts: object,
 ) -> None:
+    check_int(repeat, "--repeat", 1, MAX_REPEAT, "--repeat 10")
     config = plan(
         workload,
         Options(**opts),  # type: ignore[arg-type]
@@ -92,6 +96,8 @@ def bench(
                 for line in messages(wl):
                     click.echo(line, err=True)
     if repeat != 1:
+        # Repetition n runs with seed + n − 1, which the engine takes as a u64.
+        check_int(config.seed, "--seed", 0, U64_MAX - repeat + 1, "--seed 42")
         _repeat(config, repeat, quiet or as_json, as_json)
         return
     reporter = SilentReporter() if quiet or as_json else RichReporter()

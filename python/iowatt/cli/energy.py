@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from iowatt.power.compare import compare_runs
+from iowatt.power.compare import check_options, compare_runs
 from iowatt.store.runs import resolve_run, results_dir
 from iowatt.units import format_duration, format_joules, format_watts
 
@@ -42,6 +42,7 @@ def compare(
 
     Example: iowatt energy compare hdd-run ssd-run --pue 1.6
     """
+    check_options(pue, idle_watts)
     root = results_dir(results)
     out = compare_runs(
         resolve_run(root, baseline), resolve_run(root, candidate), pue, channel, idle_watts

@@ -23,8 +23,7 @@ def compare_runs(
     channel: str | None = None,
     idle_w: float | None = None,
 ) -> dict[str, Any]:
-    if not 1.0 <= pue <= 5.0:
-        raise ConfigError(f"--pue `{pue:g}` is out of range", "PUE is ≥ 1 (typically 1.2 to 2.5)")
+    check_options(pue, idle_w)
     runs = [(read_manifest(d), read_summary(d)) for d in (baseline, candidate)]
     for d, (_, s) in zip((baseline, candidate), runs, strict=True):
         if not (s.get("power") or {}).get("work"):
@@ -54,6 +53,22 @@ def compare_runs(
         "normalised_to_baseline_ops": normalised,
         **compare(base, cand, pue),
     }
+
+
+# Idle power of one machine: no server draws a megawatt.
+MAX_IDLE_W = 1e6
+
+
+def check_options(pue: float, idle_w: float | None) -> None:
+    """The comparison's numbers, refused with their option before any run is read."""
+    if not 1.0 <= pue <= 5.0:  # NaN fails too
+        raise ConfigError(f"--pue `{pue:g}` is out of range", "PUE is ≥ 1 (typically 1.2 to 2.5)")
+    if idle_w is not None and not 0 <= idle_w <= MAX_IDLE_W:
+        raise ConfigError(
+            f"--idle-watts `{idle_w:g}` must be 0 or more watts (and finite)",
+            "give the machine's measured idle power, e.g. --idle-watts 85, or record the "
+            "runs with --idle",
+        )
 
 
 def _work(

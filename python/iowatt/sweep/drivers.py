@@ -109,6 +109,35 @@ def check_template(template: str, option: str) -> list[str]:
             f"{option} `{template}` names {{{unknown[0]}}}; only {{value}} is filled in",
             _TEMPLATE_HINT,
         )
+    check_fills(argv, [SAMPLE_VALUE], template, option)
+    return argv
+
+
+# What a template is first tried with: a fan duty, a byte and a whole number of Hz alike.
+SAMPLE_VALUE = 50.0
+
+
+def check_fills(argv: list[str], values: list[float], template: str, option: str) -> None:
+    """Fills the template with every value the sweep will set, so a format it cannot take
+    (``{value:zz}``, ``{value:#04x}`` with 0.5, a stray ``{}``) is refused before anything
+    changes rather than at the step that needs it."""
+    for value in dict.fromkeys(values):
+        try:
+            fill(argv, value)
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError) as e:
+            raise ConfigError(
+                f"{option} `{template}` cannot format the value {value:g}: {e}", _TEMPLATE_HINT
+            ) from None
+
+
+def split_command(text: str, option: str) -> list[str]:
+    """A command line as its words; a ConfigError for unbalanced quotes or nothing at all."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise ConfigError(f"{option} `{text}` does not parse: {e}", "check its quotes") from None
+    if not argv:
+        raise ConfigError(f"{option} is empty", f"give the command to run, or leave {option} out")
     return argv
 
 
@@ -188,8 +217,14 @@ class CmdDriver:
         timeout_s: float = COMMAND_TIMEOUT_S,
     ) -> None:
         self.set_argv = check_template(set_template, "--set")
-        self.reset_argv = shlex.split(reset) if reset else None
-        self.safe_argv = shlex.split(safe) if safe else (fill(self.set_argv, 100) if fan else None)
+        self.reset_argv = split_command(reset, "--reset") if reset else None
+        if safe:
+            self.safe_argv: list[str] | None = split_command(safe, "--safe")
+        elif fan:
+            check_fills(self.set_argv, [100], set_template, "--set")
+            self.safe_argv = fill(self.set_argv, 100)
+        else:
+            self.safe_argv = None
         if self.reset_argv is None and fan:
             self.reset_argv = self.safe_argv
         self.timeout_s = timeout_s

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import string
 import threading
 from dataclasses import dataclass, field
 from functools import partial
@@ -38,6 +39,7 @@ from iowatt.sweep.drivers import (
     fill,
     retry,
     run_command,
+    split_command,
 )
 
 SAFE_DUTY = 100.0
@@ -113,6 +115,8 @@ class IpmiFanDriver:
             [reset] if reset is not None else ([] if set_template is not None else v.restore)
         )
         self.read_mode = None if set_template is not None else v.read_mode
+        if reset is not None:
+            _check_reset(reset, self.read_mode is not None)
         # The options of an ``ipmi`` source also check the connection (Rust, like the sampler).
         options = {"ipmitool": "ipmitool", **bmc.options}
         config = {"name": bmc.name, "kind": "ipmi", "hz": 1.0, **options}
@@ -193,3 +197,18 @@ class IpmiFanDriver:
 
     def _ipmitool(self, args: list[str]) -> str:
         return run_command([*self.prefix, *args], self.timeout_s, env={**os.environ, **self.env})
+
+
+def _check_reset(reset: str, reads_mode: bool) -> None:
+    """A ``--reset`` is filled in with ``{mode}`` (the fan mode read at the start, for vendors
+    that read one) only when the sweep ends: a template that cannot be filled is refused now."""
+    hint = "give ipmitool's arguments, e.g. --reset 'raw 0x30 0x30 0x01 0x01'"
+    try:
+        fields = {f for _, f, _, _ in string.Formatter().parse(reset) if f is not None}
+        if fields - {"mode"} or ("mode" in fields and not reads_mode):
+            name = sorted(fields - {"mode"} or {"mode"})[0]
+            raise ConfigError(f"--reset `{reset}` names {{{name}}}, which is not filled in", hint)
+        text = reset.format(mode=0)
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError) as e:
+        raise ConfigError(f"--reset `{reset}` cannot be filled in: {e}", hint) from None
+    split_command(text, "--reset")

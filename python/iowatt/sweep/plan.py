@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iowatt.bench import limits as machine
+from iowatt.bench.config import MAX_IODEPTH
 from iowatt.errors import ConfigError, TargetError
 from iowatt.power.sources import SourceSpec, parse_source
-from iowatt.sweep.drivers import CmdDriver, Driver, ManualDriver
+from iowatt.sweep.drivers import CmdDriver, Driver, ManualDriver, check_fills, check_template
 from iowatt.sweep.stimulus import Stimulus, check_range, make_stimulus, pass_values, step_values
 from iowatt.sweep.watchdog import Limits
 from iowatt.target import (
@@ -27,9 +29,13 @@ from iowatt.target import (
     device_size,
     supports_odirect,
 )
-from iowatt.units import parse_duration, parse_size
+from iowatt.units import U32_MAX, check_finite, check_int, parse_duration, parse_size
 
 DRIVERS = ("ipmi", "cmd", "manual", "emulated")
+# The watchdog's limit: above any temperature a disk or CPU survives, and a typo (850 for 85)
+# would disarm it.
+MAX_TEMP_C = 150.0
+MAX_SENSOR_HZ = 1000.0
 ENGINES = ("io_uring", "psync")
 
 
@@ -152,6 +158,10 @@ def plan(req: Request, results: Path, labels: dict[str, str], seed: int) -> Swee
     stim = make_stimulus(req.stimulus, req.band, req.amplitude)
     values = step_values(req.start, req.stop, req.step, req.steps)
     check_range(stim, values)
+    passes = pass_values(values, req.passes, req.order)
+    _check_watch(req)
+    if req.set_template is not None:
+        _check_template_values(req.set_template, stim, values)
     settle_s = _positive_duration(req.settle, "--settle")
     hold_s = _positive_duration(req.hold, "--hold")
     generator = _generator(req)
@@ -166,12 +176,13 @@ def plan(req: Request, results: Path, labels: dict[str, str], seed: int) -> Swee
         raise ConfigError(f"unknown driver `{driver_name}`", f"drivers are: {', '.join(DRIVERS)}")
     _check_driver_options(driver_name, req, disks)
     driver = _driver(driver_name, stim, req, disks)
-    limits = None
+    machine.check(_demand(generator, disks))
+    watch = None
     if stim.kind == "fan" and driver_name != "emulated" and not req.no_watchdog:
-        limits = Limits(req.max_temp, _positive_duration(req.stale, "--stale"))
+        watch = Limits(req.max_temp, _positive_duration(req.stale, "--stale"))
     return SweepConfig(
         stimulus=stim,
-        passes=pass_values(values, req.passes, req.order),
+        passes=passes,
         order=req.order,
         settle_s=settle_s,
         hold_s=hold_s,
@@ -181,7 +192,7 @@ def plan(req: Request, results: Path, labels: dict[str, str], seed: int) -> Swee
         generator=generator,
         sensors=[parse_source(s) for s in req.sensors],
         sensor_hz=req.sensor_hz,
-        limits=limits,
+        limits=watch,
         labels=labels,
         seed=seed,
     )
@@ -198,8 +209,8 @@ def _generator(req: Request) -> Generator:
     engine = req.engine.replace("-", "_")
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine `{req.engine}`", f"engines are: {', '.join(ENGINES)}")
-    if req.iodepth < 1 or req.nthreads < 1:
-        raise ConfigError("--iodepth and --nthreads must be at least 1", "e.g. --iodepth 16")
+    check_int(req.iodepth, "--iodepth", 1, MAX_IODEPTH, "--iodepth 16")
+    check_int(req.nthreads, "--nthreads", 1, U32_MAX, "--nthreads 1")
     iodepth = req.iodepth if engine == "io_uring" else 1
     iosize = parse_size(req.iosize, "--iosize")
     if iosize <= 0 or iosize % 4096:
@@ -207,6 +218,40 @@ def _generator(req: Request) -> Generator:
             f"--iosize `{req.iosize}` must be a multiple of 4k", "O_DIRECT writes whole blocks"
         )
     return Generator(iosize, iodepth, engine, req.nthreads)
+
+
+def _check_watch(req: Request) -> None:
+    """The watchdog's and the sensors' numbers: a NaN limit would never trip."""
+    hz = check_finite(req.sensor_hz, "--sensor-hz", "--sensor-hz 1")
+    if not 0 < hz <= MAX_SENSOR_HZ:
+        raise ConfigError(
+            f"--sensor-hz `{req.sensor_hz:g}` must be above 0 and at most {MAX_SENSOR_HZ:g}",
+            "e.g. --sensor-hz 1",
+        )
+    temp = check_finite(req.max_temp, "--max-temp", "--max-temp 70")
+    if not 0 < temp <= MAX_TEMP_C:
+        raise ConfigError(
+            f"--max-temp `{req.max_temp:g}` °C must be above 0 and at most {MAX_TEMP_C:g}",
+            "e.g. --max-temp 70",
+        )
+
+
+def _check_template_values(template: str, stim: Stimulus, values: list[float]) -> None:
+    """Every value the sweep sets, and the fans' safe 100 %, must fill the --set template:
+    checked before any disk or driver is touched."""
+    safe = [100.0] if stim.kind == "fan" else []
+    check_fills(check_template(template, "--set"), [*values, *safe], template, "--set")
+
+
+def _demand(gen: Generator, disks: list[Disk]) -> machine.Demand:
+    """Every disk's generator runs at once: what they take together."""
+    parts = tuple(
+        machine.fileio_part(
+            f"generator of `{d.name}`", gen.nthreads, gen.iosize, gen.engine, gen.iodepth
+        )
+        for d in disks
+    )
+    return machine.Demand("the sweep", parts, "use fewer --nthreads or a smaller --iodepth")
 
 
 def _disk(text: str, req: Request, gen: Generator) -> Disk:

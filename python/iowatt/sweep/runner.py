@@ -77,6 +77,7 @@ def run(
     monitor.restore_hint = getattr(config.driver, "restore_hint", None)
     workdirs: list[Path] = []
     failure: IowattError | None = None
+    crash: Exception | None = None
     try:
         config.driver.prepare()
         guardian.arm(config.driver.guard_plan())
@@ -87,18 +88,31 @@ def run(
         failure = RunInterrupted("interrupted")
     except IowattError as e:
         failure = e
+    except Exception as e:  # not the user's: still never a sweep recorded as complete
+        crash = e
     finally:
         with held() as pending:
             failure = _finish(config, monitor, journal, workdirs, failure, sink)
-            status = "complete" if failure is None and not pending else "incomplete"
-            reason = failure.message if failure else ("interrupted" if pending else None)
+            ended = failure is None and crash is None and not pending
+            status = "complete" if ended else "incomplete"
+            reason = _reason(failure, crash, pending)
             run_dir = finalize(writer.tmp, status, reason, report=config.report)
             guardian.done()
+    if crash is not None:
+        raise crash
     if failure is None and pending:
         failure = RunInterrupted("interrupted")
     if failure is not None:
         raise failure
     return run_dir
+
+
+def _reason(failure: IowattError | None, crash: Exception | None, pending: object) -> str | None:
+    if failure is not None:
+        return failure.message
+    if crash is not None:
+        return f"internal failure: {crash!r}"
+    return "interrupted" if pending else None
 
 
 def _sources(config: SweepConfig) -> list[SourceSpec]:

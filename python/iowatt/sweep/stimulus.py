@@ -16,6 +16,10 @@ from iowatt.errors import ConfigError
 KINDS = ("fan", "amplitude", "frequency")
 UNITS = {"fan": "%", "amplitude": "grms", "frequency": "Hz"}
 ORDERS = ("as-given", "up", "down", "alternate")
+# The most steps a sweep takes, all passes together: at the shortest settle and hold that
+# measure anything (a few seconds each) that is already days of running. Counted before any
+# list of values is built.
+MAX_STEPS = 10_000
 _BAND = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*-\s*(\d+(?:\.\d+)?)\s*(?:hz)?\s*$", re.IGNORECASE)
 
 
@@ -59,7 +63,7 @@ def make_stimulus(kind: str, band: str | None, amplitude_g: float | None) -> Sti
         if normal is None:
             raise ConfigError(f"--band `{band}` is not a frequency band", "e.g. --band 20-800")
         band = normal
-    if amplitude_g is not None and not amplitude_g > 0:
+    if amplitude_g is not None and not 0 < amplitude_g < math.inf:
         raise ConfigError(f"--amplitude `{amplitude_g:g}` must be positive", "e.g. 0.17 (g)")
     return Stimulus(kind, band, amplitude_g)
 
@@ -79,24 +83,24 @@ def step_values(
     if listed is not None:
         if start is not None or stop is not None or step is not None:
             raise ConfigError("give --steps or --from/--to/--step, not both", "drop one of them")
-        try:
-            values = [float(v) for v in listed.split(",") if v.strip()]
-        except ValueError as e:
-            raise ConfigError(
-                f"--steps `{listed}` is not a list of numbers", "e.g. 100,80,50"
-            ) from e
-        if not values:
-            raise ConfigError("--steps is empty", "e.g. --steps 100,80,50")
-        return values
+        return _listed(listed)
     if start is None or stop is None or step is None:
         raise ConfigError(
             "a sweep needs --from, --to and --step", "e.g. --from 100 --to 0 --step 10"
         )
+    for option, value in (("--from", start), ("--to", stop), ("--step", step)):
+        _finite(value, option, "e.g. --from 100 --to 0 --step 10")
     if not step > 0:
         raise ConfigError(
             f"--step `{step:g}` must be positive", "e.g. --step 10 (also when going down)"
         )
     count = abs(stop - start) / step
+    if count + 1 > MAX_STEPS:
+        raise ConfigError(
+            f"--step {step:g} from {start:g} to {stop:g} makes {_count(count + 1)} steps, more "
+            f"than {MAX_STEPS:,}",
+            f"use a larger --step, e.g. --step {abs(stop - start) / 10:g} for 11 steps",
+        )
     if not math.isclose(count, round(count), abs_tol=1e-9):
         raise ConfigError(
             f"--step {step:g} does not divide the range {start:g} to {stop:g}",
@@ -104,6 +108,36 @@ def step_values(
         )
     sign = 1 if stop >= start else -1
     return [round(start + sign * i * step, 9) for i in range(round(count) + 1)]
+
+
+def _listed(listed: str) -> list[float]:
+    items = [v for v in listed.split(",") if v.strip()]
+    if len(items) > MAX_STEPS:
+        raise ConfigError(
+            f"--steps lists {len(items):,} values, more than {MAX_STEPS:,}", "list fewer values"
+        )
+    values = []
+    for item in items:
+        try:
+            values.append(_finite(float(item), "--steps", "e.g. --steps 100,80,50"))
+        except ValueError:
+            raise ConfigError(
+                f"--steps `{listed}` is not a list of numbers: `{item.strip()}`",
+                "e.g. --steps 100,80,50",
+            ) from None
+    if not values:
+        raise ConfigError("--steps is empty", "e.g. --steps 100,80,50")
+    return values
+
+
+def _count(n: float) -> str:
+    return f"{n:,.0f}" if n < 1e15 else f"{n:.3g}"
+
+
+def _finite(value: float, option: str, hint: str) -> float:
+    if not math.isfinite(value):
+        raise ConfigError(f"{option} `{value}` is not a finite number", hint)
+    return value
 
 
 def check_range(stim: Stimulus, values: list[float]) -> None:
@@ -124,6 +158,12 @@ def pass_values(values: list[float], passes: int, order: str) -> list[list[float
         raise ConfigError(f"unknown --order `{order}`", f"orders are: {', '.join(ORDERS)}")
     if passes < 1:
         raise ConfigError(f"--passes `{passes}` must be at least 1", "e.g. --passes 3")
+    if passes * len(values) > MAX_STEPS:
+        raise ConfigError(
+            f"--passes {passes:,} of {len(values):,} steps make {passes * len(values):,} steps, "
+            f"more than {MAX_STEPS:,}",
+            f"at most {MAX_STEPS // len(values):,} passes of these {len(values):,} steps",
+        )
     if order == "up":
         values = sorted(values)
     elif order == "down":

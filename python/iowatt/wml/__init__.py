@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from iowatt.errors import ConfigError
-from iowatt.wml.errors import WmlError
+from iowatt.wml.errors import WmlError, at
 from iowatt.wml.evaluate import evaluate
 from iowatt.wml.lexer import tokenize
 from iowatt.wml.parser import Value, parse, parse_value
@@ -46,10 +46,19 @@ def parse_file(path: Path, overrides: Mapping[str, str] = {}, *, dir: Path) -> P
     builtin = path.resolve().parent == Path(str(resources.files("iowatt.workloads"))).resolve()
     source = path.name if builtin else str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise WmlError(f"{source}: cannot read the workload file: {reason}") from None
+        data = path.read_bytes()
+    except OSError as e:
+        raise WmlError(f"{source}: cannot read the workload file: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise at(
+            source,
+            line,
+            f"byte {data[e.start]:#04x} is not UTF-8 text",
+            "a workload file is text: check that this is the .f file meant",
+        ) from None
     return parse_text(text, source, overrides, dir=dir)
 
 

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from iowatt.units import MAX_SIZE
+
 CVAR_TYPES = ("cvar-gamma", "cvar-uniform")
 _OTHER_CVAR_TYPES = ("cvar-erlang", "cvar-exponential", "cvar-lognormal", "cvar-normal",
                      "cvar-triangular", "cvar-weibull")  # fmt: skip
@@ -67,12 +69,16 @@ def _unsupported(what: str, hint: str = _UNSUPPORTED_HINT) -> Dist:
 
 def _gamma(mean: float, shape: float, notes: tuple[str, ...], minimum: int = 0) -> Dist:
     """``minimum`` plus a gamma draw of ``mean`` (a randvar's ``min`` shifts it)."""
-    top = max(512, math.ceil((minimum + mean * 4) / 512) * 512)
+    if minimum + mean > MAX_SIZE:
+        raise DistError(f"a gamma mean of {minimum + mean:g} bytes is beyond 2^62 bytes")
+    top = min(MAX_SIZE, max(512, math.ceil((minimum + mean * 4) / 512) * 512))
     spec = {"gamma": {"mean": float(mean), "shape": float(shape), "min": minimum}}
     return Dist(spec, minimum + mean, top, notes=notes)
 
 
 def _uniform(lo: int, hi: int, notes: tuple[str, ...]) -> Dist:
+    if hi > MAX_SIZE:
+        raise DistError(f"a uniform size up to {hi:,} bytes is beyond 2^62 bytes")
     return Dist({"uniform": {"min": lo, "max": hi}}, (lo + hi) / 2, hi, notes=notes)
 
 
@@ -104,7 +110,7 @@ def cvar(kind: str, parameters: str | None, clamps: Sequence[str], round_to: flo
             params[key] = float(text) if sep else math.nan
         except ValueError:
             params[key] = math.nan
-        if math.isnan(params[key]):
+        if not math.isfinite(params[key]):
             raise DistError(
                 f"{kind} parameter `{key}` needs a number, not `{text}`",
                 "cvar parameters are plain numbers, without size suffixes: mean:16384",
@@ -181,6 +187,8 @@ def _tabular(
         for pct, lo, hi in table
     ]
     top = max(int(r[2]) for r in rows if r[0] > 0)
+    if top > MAX_SIZE:
+        raise DistError(f"a tabular size up to {top:,} bytes is beyond 2^62 bytes")
     return Dist({"tabular": rows}, target, top, notes=notes)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from iowatt.units import MAX_DURATION_S, MAX_SIZE, MAX_SIZE_TEXT, U32_MAX
 from iowatt.wml.dists import Dist, DistError, cvar, fixed, randvar
 from iowatt.wml.errors import WmlError, at
 from iowatt.wml.lexer import Part, VarRef
@@ -43,6 +44,14 @@ from iowatt.wml.program import Program
 Resolved = int | float | bool | str | Dist
 
 DEFAULT_RUNTIME_S = 60.0  # FileBench's TIMED_RUNTIME_DEFAULT
+# Flowops whose value is a time or a count of CPU work: larger values would keep a thread busy
+# beyond any run (hog does not look at the clock until its loop ends; delay counts seconds on a
+# nanosecond clock).
+_VALUE_MAX = {"hog": 10**9, "delay": int(MAX_DURATION_S)}
+# Flowops that move `iosize` bytes each time (run.rs `validate_filesets`).
+_NEEDS_IOSIZE = ("read", "write", "aiowrite", "appendfile", "appendfilerand")
+# Variables defined by other variables, resolved recursively: far below Python's recursion limit.
+_MAX_NESTING = 100
 MAX_FD = 128  # FileBench's THREADFLOW_MAXFD
 PATH_HINT = "iowatt creates files only in its target; use path=$dir"
 _TARGET_KINDS = {"sempost": "semblock", "wakeup": "block"}
@@ -146,6 +155,12 @@ class _Evaluator:
             )
         if name in self.resolving:
             raise self.err(line, f"variable `${name}` is defined in terms of itself")
+        if len(self.resolving) >= _MAX_NESTING:
+            raise self.err(
+                line,
+                f"variable `${name}` is reached through {_MAX_NESTING} others",
+                "give the variables their values more directly",
+            )
         self.resolving.add(name)
         try:
             value = self.resolve(self.defs[name][0])
@@ -227,8 +242,10 @@ class _Evaluator:
 
     def table_int(self, value: Value, line: int) -> int:
         v = self.resolve(value)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise self.err(line, f"randtable values must be whole numbers, not {_show(v)}")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SIZE:
+            raise self.err(
+                line, f"randtable values must be whole numbers up to 2^62, not {_show(v)}"
+            )
         return v
 
     # --- typed attribute values ---
@@ -237,7 +254,9 @@ class _Evaluator:
             raise self.err(a.line, f"`{a.spelled}` needs a value, as in {a.spelled}=...")
         return self.resolve(a.value)
 
-    def as_int(self, a: Attr, lo: int = 0, hi: int | None = None, mean_ok: bool = False) -> int:
+    def as_int(self, a: Attr, lo: int = 0, hi: int = MAX_SIZE, mean_ok: bool = False) -> int:
+        """A whole number from ``lo`` to ``hi`` (by default the largest size iowatt takes: every
+        number of a workload ends up in the engine's u64 or u32 fields)."""
         v = self.value_of(a)
         if isinstance(v, Dist):
             if mean_ok and v.spec is not None:
@@ -250,10 +269,17 @@ class _Evaluator:
             if a.name in ("dirgamma", "gamma") and isinstance(v, float):
                 hint = f"{a.name} is in thousandths: 1500 means a shape of 1.5"
             raise self.err(a.line, f"`{a.spelled}` needs a whole number, not {_show(v)}", hint)
-        if v < lo or (hi is not None and v > hi):
-            bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-            raise self.err(a.line, f"`{a.spelled}` must be {bound}, not {v}")
+        if not lo <= v <= hi:
+            bound = f"between {lo:,} and {hi:,}"
+            raise self.err(a.line, f"`{a.spelled}` must be {bound}, not {v:,}", _bound_hint(a))
         return v
+
+    def written(self, a: Attr) -> str:
+        """```size=$filesize` (`99g`)``: an attribute as written, and its variable's value."""
+        if isinstance(a.value, VarRef) and a.value.name in self.defs:
+            return f"`{a.spelled}=${a.value.name}` (`{self.text_of(a.value.name)}`)"
+        text = a.value.text if a.value is not None and not isinstance(a.value, VarRef) else ""
+        return f"`{a.spelled}={text}`"
 
     def as_number(self, a: Attr) -> float:
         v = self.value_of(a)
@@ -299,6 +325,12 @@ class _Evaluator:
             return v.spec, v
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise self.err(a.line, f"`{a.spelled}` needs a size such as 16k, not {_show(v)}")
+        if v > MAX_SIZE:
+            raise self.err(
+                a.line,
+                f"{self.written(a)} is larger than {MAX_SIZE_TEXT}, the largest size iowatt takes",
+                "give a size a device can hold, such as 16k or 10g",
+            )
         return fixed(v), None
 
     # --- entities ---
@@ -308,7 +340,7 @@ class _Evaluator:
         messages: list[str] = []
         usage: list[str] = []
         filesets: list[dict[str, Any]] = []
-        threads: list[dict[str, Any]] = []
+        threads: list[tuple[dict[str, Any], int]] = []
         flowops: list[tuple[dict[str, Any], FlowopDef]] = []
         index: dict[str, int] = {}
         lines: dict[str, int] = {}
@@ -346,7 +378,8 @@ class _Evaluator:
             usage=usage,
             filesets=filesets,
             fileset_lines=lines,
-            threads=threads,
+            threads=[t for t, _ in threads],
+            thread_lines=[line for _, line in threads],
             eventgen_rate=rate,
             warnings=self.warnings,
         )
@@ -357,7 +390,7 @@ class _Evaluator:
         if self.run_cmd.runtime is None:
             return DEFAULT_RUNTIME_S
         a = Attr("runtime", self.run_cmd.runtime, self.run_cmd.line, self.run_cmd.command)
-        return float(self.as_int(a)) or DEFAULT_RUNTIME_S
+        return float(self.as_int(a, hi=int(MAX_DURATION_S))) or DEFAULT_RUNTIME_S
 
     def fileset(self, d: DefineFiles) -> dict[str, Any]:
         attrs = _by_name(d.attrs)
@@ -374,8 +407,15 @@ class _Evaluator:
         if d.what == "file":
             entries, dirwidth, dirgamma, leafdirs = 1, 10, 0.0, 0
         else:
-            entries = self.as_int(attrs["entries"]) if "entries" in attrs else 0
-            leafdirs = self.as_int(attrs["leafdirs"]) if "leafdirs" in attrs else 0
+            # The engine numbers a fileset's entries in 32 bits.
+            entries = self.as_int(attrs["entries"], hi=U32_MAX) if "entries" in attrs else 0
+            leafdirs = self.as_int(attrs["leafdirs"], hi=U32_MAX) if "leafdirs" in attrs else 0
+            if entries + leafdirs > U32_MAX:
+                raise self.err(
+                    d.line,
+                    f"fileset `{name}` has {entries + leafdirs:,} entries and leaf directories",
+                    f"at most {U32_MAX:,} in all",
+                )
             if entries == 0 and leafdirs == 0:
                 raise self.err(d.line, f"fileset `{name}` has no entries and no leafdirs")
             if "dirwidth" not in attrs:
@@ -422,7 +462,8 @@ class _Evaluator:
         p: ProcessDef,
         index: dict[str, int],
         flowops: list[tuple[dict[str, Any], FlowopDef]],
-    ) -> list[dict[str, Any]]:
+    ) -> list[tuple[dict[str, Any], int]]:
+        """The process's threads as the engine's ThreadSpec, each with its line."""
         attrs = _by_name(p.attrs)
         pname = self.required_name(attrs, p.line, "process")
         count = self.as_int(attrs["instances"], lo=1) if "instances" in attrs else 1
@@ -446,15 +487,16 @@ class _Evaluator:
                 op = self.flowop(f, index)
                 flowops.append((op, f))
                 ops.append(op)
-            out.append(
-                {
-                    "name": tname,
-                    "instances": n,
-                    "flowops": ops,
-                    "process": pname,
-                    "memsize": self.as_int(tattrs["memsize"]) if "memsize" in tattrs else 0,
-                }
-            )
+            spec = {
+                "name": tname,
+                "instances": n,
+                "flowops": ops,
+                "process": pname,
+                "memsize": self.as_int(tattrs["memsize"], hi=MAX_SIZE)
+                if "memsize" in tattrs
+                else 0,
+            }
+            out.append((spec, t.line))
         return out
 
     def required_name(self, attrs: dict[str, Attr], line: int, what: str) -> str:
@@ -481,10 +523,20 @@ class _Evaluator:
             spec, d = self.as_size(attrs["iosize"])
             iosize, dist = (d.top, spec) if d else (spec["fixed"], None)
 
-        def num(key: str, default: int = 0, lo: int = 0, hi: int | None = None) -> int:
+        def num(key: str, default: int = 0, lo: int = 0, hi: int = MAX_SIZE) -> int:
             return self.as_int(attrs[key], lo, hi) if key in attrs else default
 
-        return {
+        directio = self.as_bool(attrs.get("directio"))
+        if directio and dist is None and iosize % 512:
+            # O_DIRECT moves whole logical blocks: the first such operation would fail with
+            # EINVAL and stop the run.
+            raise self.err(
+                attrs["iosize"].line,
+                f"`{f.kind}` flowop `{name}` has directio and an iosize of {iosize:,} bytes, "
+                "not a multiple of 512",
+                "O_DIRECT needs a multiple of the disk's logical block size, e.g. iosize=4k",
+            )
+        op = {
             "name": name,
             "kind": f.kind,
             "file": 0,
@@ -492,7 +544,7 @@ class _Evaluator:
             "iosize": iosize,
             "iosize_dist": dist,
             "random": self.as_bool(attrs.get("random")),
-            "directio": self.as_bool(attrs.get("directio")),
+            "directio": directio,
             "dsync": self.as_bool(attrs.get("dsync")),
             "workingset": num("workingset"),
             "fd": num("fd", hi=MAX_FD),
@@ -500,11 +552,17 @@ class _Evaluator:
             "opennext": self.as_bool(attrs.get("opennext")),
             "noreadahead": self.as_bool(attrs.get("noreadahead")),
             "iters": num("iters", default=1, lo=1, hi=(1 << 32) - 1),
-            "value": num("value"),
+            "value": num("value", hi=_VALUE_MAX.get(f.kind, MAX_SIZE)),
             "target": self.as_str(attrs["target"]) if "target" in attrs else None,
             "blocking": self.as_bool(attrs.get("blocking")),
             "highwater": num("highwater", default=1),  # FileBench's default
         }
+        if f.kind in _NEEDS_IOSIZE and iosize == 0:
+            # The engine would refuse it only once the run has started.
+            raise self.err(
+                f.line, f"`{f.kind}` flowop `{name}` needs an iosize", "add iosize=, e.g. iosize=8k"
+            )
+        return op
 
     def check_targets(self, flowops: list[tuple[dict[str, Any], FlowopDef]]) -> None:
         kinds: dict[str, set[str]] = {}
@@ -521,6 +579,12 @@ class _Evaluator:
                 raise self.err(line, f"target `{target}` is not the name of a flowop")
             if need and need not in kinds[target]:
                 raise self.err(line, f"the target of `{op['kind']}` must be a `{need}` flowop")
+
+
+def _bound_hint(a: Attr) -> str | None:
+    if isinstance(a.value, VarRef):
+        return f"it comes from `${a.value.name}`: set it (or --set {a.value.name}=...) in range"
+    return None
 
 
 def _by_name(attrs: tuple[Attr, ...]) -> dict[str, Attr]:

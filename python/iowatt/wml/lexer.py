@@ -27,6 +27,9 @@ _VAR = re.compile(
 )
 _WORD = re.compile(rf"[{_WORD_CHARS}]+")
 _PUNCT = "{}()=,*+"
+# Far beyond any value iowatt takes (2^62 has 19 digits), and short of Python's limit on
+# converting digits to int (4,300), which would otherwise fail without a line number.
+_MAX_DIGITS = 100
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def tokenize(text: str, source: str) -> list[Token]:
             pos = m.end()
             continue
         if m := _NUMBER.match(text, pos):
-            tokens.append(_number(m, line))
+            tokens.append(_number(m, line, source))
             pos = m.end()
             continue
         if m := _WORD.match(text, pos):
@@ -114,7 +117,14 @@ def tokenize(text: str, source: str) -> list[Token]:
     return tokens
 
 
-def _number(m: re.Match[str], line: int) -> Token:
+def _number(m: re.Match[str], line: int, source: str) -> Token:
+    if len(m.group(1)) > _MAX_DIGITS:
+        raise at(
+            source,
+            line,
+            f"number `{m.group(1)[:12]}…` has {len(m.group(1)):,} digits",
+            "no value in a workload file needs more than 19 (sizes go up to 2^62)",
+        )
     mult = SUFFIXES[m.group(3).lower()] if m.group(3) else 1
     if m.group(2):
         value = float(m.group(1) + m.group(2)) * mult

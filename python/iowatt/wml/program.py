@@ -25,6 +25,7 @@ class Program:
     filesets: list[dict[str, Any]] = field(default_factory=list, repr=False)  # FilesetSpec
     fileset_lines: dict[str, int] = field(default_factory=dict)  # name → line of its define
     threads: list[dict[str, Any]] = field(default_factory=list, repr=False)  # ThreadSpec
+    thread_lines: list[int] = field(default_factory=list)  # each thread's `thread` line
     eventgen_rate: float | None = None  # events/s of `eventgen rate=N`; None when 0 or absent
     warnings: list[str] = field(default_factory=list)  # "FILE:LINE: ..." settings iowatt ignores
 
