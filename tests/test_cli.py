@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from iowatt.cli import VERBS
-from support.cli import iowatt
+from support.cli import assert_user_error, iowatt
 
 HEAVY = ("scipy", "matplotlib", "pandas", "duckdb", "pyarrow", "numpy", "jinja2", "rich")
 
@@ -54,3 +54,17 @@ def test_a_bench_loads_no_analysis_stack(tmp_path):
                         "--target", str(target), "--results", str(tmp_path / "r"),
                         "--quiet", "--no-report")  # fmt: skip
     assert not loaded & {"scipy", "matplotlib"}, loaded
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (("bench", "--nthreads", "abc"), "'abc' is not a valid integer"),
+        (("runs", "--nosuch"), "No such option '--nosuch'"),
+        (("runs", "--status", "done"), "'done' is not one of"),
+    ],
+)
+def test_a_value_click_cannot_parse_is_one_error_line_with_a_hint(capsys, argv, fragment):
+    r = iowatt(capsys, *argv)
+    assert_user_error(r, fragment)
+    assert f"`iowatt {argv[0]} --help`" in r.err and "Usage:" not in r.err

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import resource
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -183,13 +184,29 @@ def test_more_open_files_than_the_limit_asks_to_raise_it(
     target: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(limits, "open_files_limit", lambda: (1024, 4096))
+    monkeypatch.setattr(limits, "open_files_limit", lambda: (1024, 2048))
     # With opennext each of the 20 threads ends up holding a file in all 128 slots.
     f = workload_file(tmp_path, "many.f", one_thread(nthreads=20, extra=",opennext"))
     r = bench(capsys, target, tmp_path / "results", f)
-    assert_one_error(r, f"{f}:7:", "2,560 files", "1,024", "RLIMIT_NOFILE")
-    assert "ulimit -n" in r.err
+    assert_one_error(r, f"{f}:7:", "2,560 files", "hard limit is 2,048", "RLIMIT_NOFILE")
+    assert "ulimit -Hn" in r.err
     assert_nothing_left(target, tmp_path / "results")
+
+
+def test_a_soft_open_files_limit_below_the_need_is_raised_to_fit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: Path
+) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        pytest.skip(f"the hard limit here ({hard}) is below what the test needs")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:
+        f = workload_file(tmp_path, "many.f", one_thread(nthreads=20, extra=",opennext"))
+        r = bench(capsys, target, tmp_path / "results", f)
+        assert r.code == 0, r.err
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 2560
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_more_threads_than_the_system_can_start_are_refused(

@@ -238,15 +238,20 @@ def _check_files(demand: Demand, limit: tuple[int, int] | None, now: int) -> Non
     want = needed + now + FILES_RESERVE
     if want <= soft:
         return
+    if want <= hard:
+        # Any process may raise its own soft limit up to the hard one, unprivileged.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        return
     top = demand.largest("files")
     each = f"up to {top.files // max(top.threads, 1):,} per thread"
     detail = each if len(demand.parts) == 1 else f"{top.what}: {each}"
-    raise_it = f"raise the limit, e.g. `ulimit -n {want}`"
-    if hard < want:
-        raise_it += f" (above the hard limit {hard:,}: as root, or in /etc/security/limits.conf)"
+    raise_it = (
+        f"raise the hard limit to {want} (as root: `ulimit -Hn {want}`, or"
+        " /etc/security/limits.conf)"
+    )
     raise ConfigError(
         f"{demand.place('files')}{demand.name} keeps up to {needed:,} files open ({detail}) "
-        f"but the limit is {soft:,} (RLIMIT_NOFILE)",
+        f"but the hard limit is {hard:,} (RLIMIT_NOFILE)",
         f"{raise_it}, or {demand.fewer}",
     )
 

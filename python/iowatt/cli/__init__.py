@@ -87,6 +87,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("error: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except click.UsageError as e:
+        # click's own parse errors (a value it cannot convert, an unknown option) in iowatt's
+        # two-line form, like every other error a user can cause.
+        click.echo(f"error: {e.format_message()}", err=True)
+        command = e.ctx.command_path if e.ctx else "iowatt"
+        click.echo(f"hint: `{command} --help` lists the options and their values", err=True)
+        sys.exit(e.exit_code)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
