@@ -157,15 +157,17 @@ def test_a_mounted_device_is_refused(capsys, tmp_path, loop_device, sh, mounts):
 # --- the stimulus is put back however the sweep ends ----------------------------------------
 
 
-def _start_long_sweep(tmp_path: Path, loop_device: Path) -> tuple[subprocess.Popen[str], Path]:
+def _start_long_sweep(
+    tmp_path: Path, disk: Path, *extra: str
+) -> tuple[subprocess.Popen[str], Path]:
     """A sweep whose steps take a minute, logging values to set.log and resets to reset.log."""
     log, reset = tmp_path / "set.log", tmp_path / "reset.log"
     proc = subprocess.Popen(
         [sys.executable, "-c", "from iowatt.cli import main; main()", "sweep",
          "--stimulus", "frequency", "--from", "100", "--to", "90", "--step", "5",
-         "--settle", "1s", "--hold", "60s", "--iosize", "64k", "--disk", str(loop_device),
+         "--settle", "1s", "--hold", "60s", "--iosize", "64k", "--disk", str(disk),
          "--driver", "cmd", "--set", _logger(log), "--reset", f"sh -c 'echo reset >> {reset}'",
-         "--results", str(tmp_path / "results"), "--no-report"],
+         "--results", str(tmp_path / "results"), "--no-report", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     wait_for(lambda: log.exists() and bool(log.read_text().strip()), proc,
@@ -204,6 +206,23 @@ def test_sigkill_leaves_the_guardian_to_reset_and_write_the_run(tmp_path, loop_d
     assert [e["message"] for e in events if e["kind"] == "stimulus"] == ["100 Hz"]
     assert not list((tmp_path / "results").glob(".tmp-*")), "no half-written run is left"
     assert json.loads((run_dir / "summary.json").read_text())["steps_measured"] == 0
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_on_a_directory_leaves_no_test_data(tmp_path):
+    """The guardian's commit removes the work directory the sweep recorded in its owner
+    record before creating it."""
+    target = tmp_path / "target"
+    target.mkdir()
+    proc, _ = _start_long_sweep(tmp_path, target, "--allow-boot-disk")
+    wait_for(lambda: any(target.glob("iowatt-*")), proc, what="the sweep's work directory")
+    proc.kill()
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 60
+    while not runs_in(tmp_path / "results"):
+        assert time.monotonic() < deadline, "the guardian never wrote the run"
+        time.sleep(0.1)
+    assert list(target.iterdir()) == []
 
 
 # --- closed loop: the emulated driver's injected curve is what the sweep recovers -----------

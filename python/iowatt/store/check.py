@@ -20,7 +20,7 @@ from pathlib import Path
 
 from iowatt.store.catalog import indexed_dirs, refresh
 from iowatt.store.lock import is_held
-from iowatt.store.writer import MARKER, OWNER, TMP_PREFIX, fsync_dir
+from iowatt.store.writer import OWNER, TMP_PREFIX, created, fsync_dir, remove_created
 
 JOURNAL = "sweep.json"
 # A run's directory exists for an instant before its process locks it and writes its record.
@@ -81,8 +81,8 @@ def _settle(tmp: Path, report: CheckReport, finish_journal: Callable[[Path], Pat
         fsync_dir(tmp.parent)
         report.add("committed", run_id, "written in full by a process killed before the rename")
         return
-    for path in _created(owner):
-        _remove_created(path, run_id, report)
+    for path in created(tmp):
+        _remove_created(Path(path), run_id, report)
     shutil.rmtree(tmp, ignore_errors=True)
     report.add("removed", tmp.name, "a run whose process was killed before it was written")
 
@@ -100,23 +100,9 @@ def _complete(tmp: Path) -> bool:
     return True
 
 
-def _created(owner: Path) -> list[Path]:
-    try:
-        return [Path(p) for p in json.loads(owner.read_bytes()).get("creates", [])]
-    except (OSError, ValueError, AttributeError):
-        return []
-
-
 def _remove_created(path: Path, run_id: str, report: CheckReport) -> None:
-    """Removes a directory the killed run created, when it is sure to be the run's own."""
-    if not path.is_dir() or path.is_symlink():
-        return
-    try:
-        mine = (path / MARKER).read_text() == run_id
-    except OSError:
-        mine = not any(path.iterdir())  # killed between creating it and marking it
-    if mine:
-        shutil.rmtree(path, ignore_errors=True)
+    removed = remove_created(path, run_id)
+    if removed:
         report.add("removed", str(path), f"test data of killed run {run_id}")
-    else:
+    elif removed is False:
         report.add("kept", str(path), f"named by run {run_id} but not marked as its own")

@@ -102,7 +102,7 @@ class RunWriter:
         writer.final = tmp.parent / run_id
         writer.tmp = tmp
         writer.files = {}
-        writer._owner = {"run_id": run_id, "pid": os.getpid(), "creates": []}
+        writer._owner = {"run_id": run_id, "pid": os.getpid(), "creates": created(tmp)}
         if tmp not in _HELD:
             fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
             while not try_lock(fd):  # the dying process's lock goes with it
@@ -137,6 +137,8 @@ class RunWriter:
         """Writes the files and renames the directory into place. A results directory that is
         full or has become unwritable gets nothing half-written: the run goes to a rescue
         directory instead, and :class:`StoreError` says where."""
+        for path in self._owner["creates"]:
+            remove_created(Path(path), self.run_id)  # gone already, unless its process died
         try:
             for name, data in self.files.items():
                 _write_synced(self.tmp / name, data)
@@ -193,6 +195,29 @@ class RunWriter:
             f" rescue directory ({', '.join(str(d) for d in rescue_dirs())})",
             f"free space and rerun; set {RESCUE_ENV}=DIR to name another place for rescued runs",
         )
+
+
+def created(tmp: Path) -> list[str]:
+    """What the owner record in a run's temporary directory says the run created."""
+    try:
+        return list(json.loads((tmp / OWNER).read_bytes()).get("creates", []))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return []
+
+
+def remove_created(path: Path, run_id: str) -> bool | None:
+    """Removes a directory run ``run_id`` created, if it is sure to be the run's own: marked
+    with its id, or empty (made, but not yet marked). True if removed, False if kept as not
+    the run's, None if it is not there."""
+    if not path.is_dir() or path.is_symlink():
+        return None
+    try:
+        mine = (path / MARKER).read_text() == run_id
+    except OSError:
+        mine = not any(path.iterdir())
+    if mine:
+        shutil.rmtree(path, ignore_errors=True)
+    return mine
 
 
 def rescue_dirs() -> list[Path]:

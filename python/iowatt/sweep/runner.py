@@ -55,7 +55,6 @@ def run(
     default stderr); the journal keeps them among the run's events."""
     reporter = reporter or SilentReporter()
     sink = sink or WarningSink()
-    config.results.mkdir(parents=True, exist_ok=True)
     run_id = new_run_id("sweep")
     sources = _sources(config)
     rec = Recording(sources, config.sensor_hz) if sources else None
@@ -82,7 +81,7 @@ def run(
         config.driver.prepare()
         guardian.arm(config.driver.guard_plan())
         monitor.start()
-        workdirs = _layout(config, run_id)
+        workdirs = _layout(config, writer)
         _steps(config, journal, monitor, reporter, t0)
     except KeyboardInterrupt:
         failure = RunInterrupted("interrupted")
@@ -162,14 +161,14 @@ def _workload(config: SweepConfig, disk: Disk, settle_s: float, hold_s: float) -
     )  # fmt: skip
 
 
-def _layout(config: SweepConfig, run_id: str) -> list[Path]:
-    """Each directory gets a work directory of iowatt's own, its file laid out and written
-    once, so the first step measures the disk rather than the file's creation."""
+def _layout(config: SweepConfig, writer: RunWriter) -> list[Path]:
+    """Each directory gets a work directory of iowatt's own (recorded first, for `runs
+    --check`), its file laid out and written once, so the first step measures the disk rather
+    than the file's creation."""
     workdirs = []
     for disk in config.disks:
         if not disk.device:
-            disk.workdir = disk.path / f"iowatt-{run_id}"
-            disk.workdir.mkdir()
+            disk.workdir = writer.creates(disk.path / f"iowatt-{writer.run_id}")
             workdirs.append(disk.workdir)
     if workdirs:
         warm = [d for d in config.disks if not d.device]
