@@ -320,7 +320,7 @@ def _refused(r: Result, tmp_path: Path, *fragments: str) -> None:
 def test_an_infinite_latency_is_refused_with_its_json_path(fio_docs, tmp_path, capsys):
     text = _with(fio_docs["json+"], ("jobs", 0, "read", "clat_ns", "min"), Raw("1e999"))
     r = _import_text(capsys, tmp_path, text)
-    _refused(r, tmp_path, "`jobs[0].read.clat_ns.min` is Infinity, not a finite number")
+    _refused(r, tmp_path, "`jobs[0].read.clat_ns.min` is Infinity, not a whole number")
 
 
 @pytest.mark.parametrize("key", ["percentile", "bins"])
@@ -405,6 +405,19 @@ def test_jobs_that_would_share_a_workload_name_are_refused(fio_docs, tmp_path, c
     doc["jobs"] = [job, job, {**job, "jobname": f"{job['jobname']}.0"}]
     r = _import_text(capsys, tmp_path, _dumps(doc))
     _refused(r, tmp_path, f"`jobs[2]` and `jobs[0]` would both be workload `{job['jobname']}.0`")
+
+
+def test_more_jobs_than_fio_runs_are_refused_from_their_count(tmp_path, capsys):
+    r = _import_text(capsys, tmp_path, json.dumps({"jobs": [{}] * 65537}))
+    _refused(r, tmp_path, "`jobs` has 65537 jobs, more than fio runs")
+
+
+def test_more_flowops_than_filebench_has_are_refused_with_their_line(tmp_path, capsys):
+    flowops = "".join(f"f{i} 1ops 1ops/s 1.0mb/s 1.000ms/op\n" for i in range(4097))
+    file = tmp_path / "run.txt"
+    file.write_text(flowops + FILEBENCH_15)
+    r = iowatt(capsys, "import", file, "--results", tmp_path / "results")
+    _refused(r, tmp_path, f"`{file}` line 4097: more than 4096 flowops in one run")
 
 
 def test_a_name_with_a_newline_is_shown_escaped_on_the_one_error_line(fio_docs, tmp_path, capsys):

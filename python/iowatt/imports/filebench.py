@@ -40,9 +40,17 @@ _SUMMARY = re.compile(
 _VERSION = re.compile(r"Filebench Version:? (\S+)")
 _PERSONALITY = re.compile(r"(.+?) Version [\d.]+ personality successfully loaded")
 _RUN_TOOK = re.compile(r"Run took (\d+) seconds")
+# The lines the mapping reads, found without a Python loop over every line (or a list of them,
+# which for a file of empty lines would take gigabytes).
+_READ_LINES = re.compile(r"^[^\n]*(?:ops|IO Summary:|Run took)[^\n]*", re.MULTILINE)
+_PERSONALITY_LINES = re.compile(r"^[^\n]*personality successfully loaded[^\n]*", re.MULTILINE)
 # FileBench prints figures of a few digits: a number far longer is not its output (and float,
 # Decimal and int take time and memory in the length of what they convert).
 _MAX_DIGITS = 24
+# FileBench workloads have a few dozen flowops and a file a few runs; bounds far above keep a
+# hostile file of millions of lines from costing gigabytes as summaries and catalog rows.
+_MAX_FLOWOPS = 4096
+_MAX_RUNS = 4096
 _VALUE_HINT = "iowatt reads FileBench's figures as it prints them; was the file edited or damaged?"
 
 
@@ -103,8 +111,13 @@ class _Line:
     """A line of the file, which names it when one of its figures cannot be stored."""
 
     path: Path
-    line_no: int
+    whole: str  # the file's text: the line's number is counted only when it is named
+    start: int
     text: str
+
+    @property
+    def line_no(self) -> int:
+        return self.whole.count("\n", 0, self.start) + 1
 
     def fail(self, problem: str) -> NoReturn:
         raise ImportFormatError(f"`{self.path}` line {self.line_no}: {problem}", _VALUE_HINT)
@@ -142,14 +155,19 @@ def _blocks(path: Path, text: str) -> tuple[list[Block], list[int]]:
     blocks: list[Block] = []
     flowops: dict[str, dict[str, Any]] = {}
     took: list[int] = []
-    for number, text_line in enumerate(text.splitlines(), 1):
-        line = _Line(path, number, text_line)
+    for found in _READ_LINES.finditer(text):
+        text_line = found.group()
+        line = _Line(path, text, found.start(), text_line)
         if "IO Summary:" in text_line:
+            if len(blocks) == _MAX_RUNS:
+                line.fail(f"more than {_MAX_RUNS} `IO Summary:` lines, more than FileBench runs")
             blocks.append((_summary(line), list(flowops.values()), line))
             flowops = {}
         elif m := _FLOWOP.match(text_line):
             if m["name"] in flowops:  # one would overwrite the other in the summary
                 line.fail(f"flowop `{printable(m['name'])}` is printed twice in one run")
+            if len(flowops) == _MAX_FLOWOPS:
+                line.fail(f"more than {_MAX_FLOWOPS} flowops in one run, more than FileBench has")
             flowops[m["name"]] = _flowop_line(line, m)
         elif m := _RUN_TOOK.search(text_line):
             took.append(line.count(m[1], "`Run took` seconds"))
@@ -190,10 +208,10 @@ def _summary(line: _Line) -> dict[str, Any] | None:
 
 def _personality_line(text: str) -> str | None:
     """The title in "Random Read Version 3.0 personality successfully loaded"."""
-    for line in text.splitlines():
+    for line in _PERSONALITY_LINES.finditer(text):
         # Matched from the start of the line only: a search from every position of a long
         # line without the phrase would be quadratic.
-        if "personality successfully loaded" in line and (m := _PERSONALITY.match(line)):
+        if m := _PERSONALITY.match(line.group()):
             return m.group(1)
     return None
 

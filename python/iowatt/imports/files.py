@@ -27,7 +27,7 @@ FORMATS = ("auto", "fio", "filebench")
 def detect(path: Path, text: str) -> str:
     """``fio`` for a JSON document (possibly after lines fio printed before it), ``filebench``
     for text with an ``IO Summary:`` line."""
-    if text.lstrip().startswith("{") or _json_after_notes(text):
+    if re.match(r"\s*\{", text) or _json_after_notes(text):
         return "fio"
     if re.search(r"IO Summary:", text):
         return "filebench"

@@ -35,6 +35,9 @@ SHAPE_HINT = (
     " was the file edited or damaged?"
 )
 DIRECTIONS = ("read", "write", "trim", "mixed")
+# fio runs at most 4096 jobs (REAL_MAX_JOBS); --client output has them per host. The bound keeps
+# a hostile list of millions of `{}` from costing gigabytes more as checked jobs.
+MAX_JOBS = 65536
 # fio's histogram counts every latency from 2^34 ns (17.2 s) up in its last bucket.
 SATURATION_NS = 1 << 34
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?)b?\s*$", re.IGNORECASE | re.ASCII)
@@ -116,6 +119,8 @@ def parse(source: Source, workload_name: str | None) -> Parsed:
         configs.append({**cfg, "latency": job.kind})
         summaries[job.name] = summary
         histograms += hists
+    # Last, as it visits every value: a file that is not fio's is refused from its shape first.
+    check_storable(root)
     hostnames = {j.hostname for j in jobs if j.hostname is not None}
     started_ns, ended_ns = _times(root, source, jobs)
     version = root.get("fio version")
@@ -135,11 +140,10 @@ def parse(source: Source, workload_name: str | None) -> Parsed:
 
 def _load(source: Source) -> Node:
     """The JSON document, skipping lines fio may print before it on stdout (notes, warnings)
-    and text after it (``--output-format=json,normal``); checked to be storable."""
+    and text after it (``--output-format=json,normal``)."""
     path, text = source.path, source.text
-    stripped = text.lstrip()
-    start = len(text) - len(stripped)
-    if not stripped.startswith("{"):
+    start = _first_non_space(text)
+    if not text.startswith("{", start):
         first = re.search(r"^\{", text, re.MULTILINE)
         start = first.start() if first else start
     try:
@@ -152,26 +156,37 @@ def _load(source: Source) -> Node:
         raise ImportFormatError(
             f"`{path}` is not fio JSON output: it nests too deep", HINT
         ) from None
+    except MemoryError:
+        raise ImportFormatError(
+            f"`{path}` is not fio JSON output: it holds more values than fit this machine's memory",
+            HINT,
+        ) from None
     except ValueError:  # Python refuses to convert integers of more than 4300 digits
         raise ImportFormatError(
             f"`{path}` is not fio JSON output: it has a number of thousands of digits", HINT
         ) from None
     if not isinstance(doc, dict):
         raise ImportFormatError(f"`{path}` is not fio JSON output: no `jobs` list", HINT)
-    root = Node(doc, "", path, SHAPE_HINT)
-    check_storable(root)
-    return root
+    return Node(doc, "", path, SHAPE_HINT)
+
+
+def _first_non_space(text: str) -> int:
+    """Where the text starts after whitespace (``lstrip`` would copy up to 1 GiB)."""
+    spaces = re.match(r"\s*", text)
+    return spaces.end() if spaces else 0
 
 
 def _job_nodes(root: Node) -> list[Node]:
     jobs = root.get("jobs")
-    clients = root.get("client_stats")
-    if jobs is not None:
-        nodes = jobs.elements()
-    elif clients is not None:  # fio --client
-        nodes = [c for c in clients.elements() if c.object().get("jobname") != "All clients"]
-    else:
-        nodes = []
+    if jobs is None:
+        jobs = root.get("client_stats")  # fio --client
+    if jobs is None:
+        raise ImportFormatError(f"`{root.file}` is not fio JSON output: no `jobs` list", HINT)
+    if len(jobs.array()) > MAX_JOBS:
+        jobs.fail(f"has {len(jobs.array())} jobs, more than fio runs (4096 per host)")
+    nodes = jobs.elements()
+    if jobs.path == "client_stats":
+        nodes = [c for c in nodes if c.object().get("jobname") != "All clients"]
     if not nodes:
         raise ImportFormatError(f"`{root.file}` is not fio JSON output: no `jobs` list", HINT)
     for node in nodes:
