@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,25 +17,13 @@ from iowatt.bench.summary import workload_summary
 from iowatt.histogram import STANDARD_PERCENTILES, percentile
 from iowatt.imports import parse
 from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
-
-
-def _fio(where: Path, fmt: str, *jobs: str, extra: tuple[str, ...] = ()) -> Path:
-    """Runs the real fio in ``where`` (short, on a 16 MiB file) and returns its output file."""
-    if shutil.which("fio") is None:
-        pytest.skip("`fio` is not on PATH: the fio import is tested against real fio output")
-    out = where / f"{'-'.join(jobs)}.{fmt}.json"
-    args = ["fio", f"--output-format={fmt}", f"--output={out}", f"--directory={where}"]
-    for rw in jobs:
-        args += [f"--name={rw}", "--filename=data", "--size=16m", f"--rw={rw}", "--bs=4k",
-                 "--ioengine=psync", *(extra or ("--runtime=1", "--time_based"))]  # fmt: skip
-    subprocess.run(args, check=True, capture_output=True, stdin=subprocess.DEVNULL)
-    return out
+from support.tool_output import FILEBENCH_15, FILEBENCH_149, run_fio
 
 
 @pytest.fixture(scope="module")
 def fio_plus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """fio json+ of a random-read job and a random read/write job, run side by side."""
-    return _fio(tmp_path_factory.mktemp("fio"), "json+", "randread", "randrw")
+    return run_fio(tmp_path_factory.mktemp("fio"), "json+", "randread", "randrw")
 
 
 def _bins(lat: dict[str, Any]) -> Counter[int]:
@@ -143,7 +129,7 @@ def test_repeated_job_names_stay_apart(fio_plus, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_plain_fio_json_keeps_the_printed_percentiles_and_writes_no_buckets(tmp_path, capsys):
-    out = _fio(tmp_path, "json", "randread")
+    out = run_fio(tmp_path, "json", "randread")
     r = iowatt(capsys, "import", out, "--workload", "rr4k", "--results", tmp_path / "results")
     assert r.code == 0, r.err
     (run_dir,) = runs_in(tmp_path / "results")
@@ -157,39 +143,13 @@ def test_plain_fio_json_keeps_the_printed_percentiles_and_writes_no_buckets(tmp_
 def test_fio_picks_its_percentile_bucket_by_its_own_float_rule(tmp_path):
     """Evidence for docs/import.md: with 2000 I/Os, p99.95 is rank 1999 exactly, but fio's
     x87 threshold lands just above it, so fio prints the 2000th I/O's bucket."""
-    out = _fio(tmp_path, "json+", "randread", extra=("--number_ios=2000",))
+    out = run_fio(tmp_path, "json+", "randread", extra=("--number_ios=2000",))
     clat = json.loads(out.read_text())["jobs"][0]["read"]["clat_ns"]
     values = sorted(int(v) for v in clat["bins"])
     counts = [clat["bins"][str(v)] for v in values]
     assert (clat["N"], _fio_rank(99.95, 2000), math.ceil(99.95 / 100 * 2000)) == (2000, 2000, 1999)
     assert clat["percentile"]["99.950000"] == values[-1] == _at_rank(values, counts, 2000)
     assert percentile(values, counts, 99.95) == _at_rank(values, counts, 1999)
-
-
-FILEBENCH_15 = """\
-Filebench Version 1.5-alpha3
-0.000: Allocated 173MB of shared memory
-0.003: Random RW Version 3.0 personality successfully loaded
-0.003: Populating and pre-allocating filesets
-0.004: largefile1 populated: 1 files, avg. dir. width = 1000000, avg. dir. depth = 0.0, \
-0 leafdirs, 5120.000MB total size
-12.812: Starting 1 rand-rw instances
-13.815: Running...
-73.823: Run took 60 seconds...
-73.824: Per-Operation Breakdown
-rand-write1          389512ops     6491ops/s  50.7mb/s    0.150ms/op [0.005ms - 51.220ms]
-rand-read1           1171302ops    19520ops/s 152.5mb/s    0.049ms/op [0.002ms - 9.876ms]
-rand-stat1           17ops
-73.824: IO Summary: 1560814 ops 26010.899 ops/s 19520/6491 rd/wr 203.2mb/s 0.074ms/op
-73.824: Shutting down processes
-"""
-
-FILEBENCH_149 = """\
- 5305: 61.562: Per-Operation Breakdown
-rand-read1           1413226ops    23553ops/s 184.0mb/s      0.0ms/op       37us/op-cpu [0ms - 8ms]
- 5305: 61.562: IO Summary: 1413226 ops, 23553.491 ops/s, (23553/0 r/w), 184.0mb/s, \
-    43us cpu/op,   0.0ms latency
-"""
 
 
 def test_filebench_output_becomes_one_workload_with_its_flowops(tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ from iowatt import __version__
 from iowatt.errors import ConfigError, ImportFormatError
 from iowatt.imports.filebench import parse as parse_filebench
 from iowatt.imports.fio import parse as parse_fio
-from iowatt.imports.model import Histogram, Parsed, read_text
+from iowatt.imports.model import Histogram, Parsed, check_storable_run, read_source
 from iowatt.store.catalog import publish
 from iowatt.store.runs import results_dir
 from iowatt.store.schemas import LATENCY_SCHEMA
@@ -26,7 +27,7 @@ FORMATS = ("auto", "fio", "filebench")
 def detect(path: Path, text: str) -> str:
     """``fio`` for a JSON document (possibly after lines fio printed before it), ``filebench``
     for text with an ``IO Summary:`` line."""
-    if text.lstrip().startswith("{") or re.search(r'^\{\s*$(?=[\s\S]*"jobs")', text, re.M):
+    if re.match(r"\s*\{", text) or _json_after_notes(text):
         return "fio"
     if re.search(r"IO Summary:", text):
         return "filebench"
@@ -37,32 +38,59 @@ def detect(path: Path, text: str) -> str:
     )
 
 
+def _json_after_notes(text: str) -> bool:
+    """A line of only ``{`` with ``"jobs"`` after it: notes fio printed, then its JSON."""
+    # Two linear searches: a lookahead from every such line is quadratic in a hostile file.
+    brace = re.search(r"^\{\s*$", text, re.M)
+    return brace is not None and text.find('"jobs"', brace.end()) >= 0
+
+
 def parse(path: str | Path, fmt: str = "auto", workload_name: str | None = None) -> Parsed:
     """Reads and checks one file; raises an IowattError naming it if it cannot be imported."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format `{fmt}`", f"formats are: {', '.join(FORMATS)}")
     path = Path(path).absolute()
-    text = read_text(path)
-    kind = detect(path, text) if fmt == "auto" else fmt
-    if kind == "fio":
-        return parse_fio(path, text, workload_name)
-    return parse_filebench(path, text, workload_name)
+    source = read_source(path)
+    kind = detect(path, source.text) if fmt == "auto" else fmt
+    parser = parse_fio if kind == "fio" else parse_filebench
+    parsed = parser(source, workload_name)
+    check_storable_run(parsed)
+    return parsed
 
 
 def write(parsed: Parsed, labels: Mapping[str, str], results: Path) -> Path:
     """Commits one parsed file as a run and indexes it; returns the run directory."""
-    writer = RunWriter(results, new_run_id("import"))
-    writer.write_json("manifest.json", _manifest(parsed, writer.run_id, labels))
+    run_id = new_run_id("import")
+    manifest = _manifest(parsed, run_id, labels)
     summary = {
-        "run_id": writer.run_id,
+        "run_id": run_id,
         "status": "complete",
         "workloads": parsed.summaries,
         **parsed.extra,
     }
-    writer.write_json("summary.json", summary)
-    if parsed.histograms:
-        writer.write_table("latency.parquet", _latency_table(writer.run_id, parsed.histograms))
-    return publish(writer)
+    # Built before the run's directory exists: a value pyarrow refuses leaves nothing behind.
+    table = _latency_table(run_id, parsed.histograms) if parsed.histograms else None
+    writer = _writer(results, run_id)
+    try:
+        writer.write_json("manifest.json", manifest)
+        writer.write_json("summary.json", summary)
+        if table is not None:
+            writer.write_table("latency.parquet", table)
+        return publish(writer)
+    except BaseException:
+        # No half-written `.tmp-*` directory stays (once committed, the directory is the run).
+        shutil.rmtree(writer.tmp, ignore_errors=True)
+        raise
+
+
+def _writer(results: Path, run_id: str) -> RunWriter:
+    try:
+        return RunWriter(results, run_id)
+    except OSError as e:
+        raise ConfigError(
+            f"cannot create a run in `{results}`: {e.strerror}",
+            "check that --results names a directory you may write to",
+        ) from None
 
 
 def import_files(
