@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -70,7 +69,7 @@ def write(parsed: Parsed, labels: Mapping[str, str], results: Path) -> Path:
     }
     # Built before the run's directory exists: a value pyarrow refuses leaves nothing behind.
     table = _latency_table(run_id, parsed.histograms) if parsed.histograms else None
-    writer = _writer(results, run_id)
+    writer = RunWriter(results, run_id)
     try:
         writer.write_json("manifest.json", manifest)
         writer.write_json("summary.json", summary)
@@ -79,18 +78,8 @@ def write(parsed: Parsed, labels: Mapping[str, str], results: Path) -> Path:
         return publish(writer)
     except BaseException:
         # No half-written `.tmp-*` directory stays (once committed, the directory is the run).
-        shutil.rmtree(writer.tmp, ignore_errors=True)
+        writer.abandon()
         raise
-
-
-def _writer(results: Path, run_id: str) -> RunWriter:
-    try:
-        return RunWriter(results, run_id)
-    except OSError as e:
-        raise ConfigError(
-            f"cannot create a run in `{results}`: {e.strerror}",
-            "check that --results names a directory you may write to",
-        ) from None
 
 
 def import_files(
