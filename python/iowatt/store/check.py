@@ -22,14 +22,14 @@ from iowatt.store.catalog import indexed_dirs, refresh
 from iowatt.store.lock import is_held
 from iowatt.store.writer import OWNER, TMP_PREFIX, created, fsync_dir, remove_created
 
-JOURNAL = "sweep.json"
+JOURNAL = "sweep.json"  # a sweep's journal (iowatt.sweep.journal.PLAN)
 # A run's directory exists for an instant before its process locks it and writes its record.
-JUST_MADE_S = 10.0  # a sweep's journal (iowatt.sweep.journal.PLAN)
+JUST_MADE_S = 10.0
 
 
 @dataclass
 class Finding:
-    action: str  # committed, removed, journal, in-progress, indexed, dropped, broken, kept
+    action: str  # in-progress, committed, removed, kept, indexed, dropped, broken
     what: str
     detail: str = ""
 
