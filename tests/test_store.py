@@ -336,3 +336,26 @@ def test_a_report_of_a_damaged_run_names_the_run_and_the_file(tmp_path, capsys, 
     assert_user_error(r, f"run `{dirs[0].name}`", name)
     r = iowatt(capsys, "report", str(dirs[1]), "-o", tmp_path / "r.html")
     assert r.code == 0, r.err  # the other runs keep working
+
+
+@pytest.mark.parametrize(
+    ("verb", "option"),
+    [("report", "-o"), ("compare", "--output"), ("age", "--manifest")],
+)
+@pytest.mark.parametrize("where", ["missing", "directory"])
+def test_an_output_path_that_cannot_be_written_is_refused_first(
+    tmp_path, capsys, verb, option, where
+):
+    results = tmp_path / "results"
+    _fake(results, 2)
+    out = tmp_path / "no" / "such" / "out" if where == "missing" else tmp_path
+    args = {
+        "report": ("latest", "--results", results),
+        "compare": ("--results", results, "--by", "env"),
+        "age": (tmp_path / "fs", "--fill", "1%"),
+    }[verb]
+    r = iowatt(capsys, verb, *args, option, out)
+    assert_user_error(
+        r, f"{option} `{out}`", "does not exist" if where == "missing" else "is a directory"
+    )
+    assert not (tmp_path / "fs").exists()

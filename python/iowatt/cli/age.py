@@ -22,6 +22,7 @@ from rich.progress import (
 
 from iowatt import age as age_lib
 from iowatt.errors import ConfigError
+from iowatt.store.writer import check_output
 from iowatt.units import format_bytes
 from iowatt.warnings import Kind, RunWarning, WarningSink
 
@@ -110,6 +111,8 @@ def age(
     if len(modes) > 1:
         raise ConfigError(f"{modes[0]} and {modes[1]} cannot be combined", "give one of them")
     mode = modes[0] if modes else None
+    if copy_to is not None and mode is None:
+        check_output(copy_to, "--manifest")
     given: dict[str, object] = {"--fill": fill, "--sizes": sizes, "--dist": dist,
                                 "--delete": delete, "--delete-sizes": delete_sizes,
                                 "--seed": seed}  # fmt: skip

@@ -14,6 +14,7 @@ from iowatt.compare.table import Settings, compare, comparison_warnings
 from iowatt.errors import ConfigError
 from iowatt.histogram import DEFAULT_SLOW_NS
 from iowatt.store.runs import results_dir
+from iowatt.store.writer import check_output
 from iowatt.units import parse_labels, parse_thresholds
 from iowatt.warnings import WarningSink
 
@@ -69,6 +70,8 @@ def compare_cmd(
     if resamples < 100:
         raise ConfigError(f"--resamples `{resamples}` is too few", "use at least 1000")
     noise_pct = _noise(noise)
+    if output is not None:
+        check_output(output, "--output")
     filters = Filters(parse_labels(labels), runs, workloads, include_incomplete)
     thresholds = parse_thresholds(slow) if slow else DEFAULT_SLOW_NS
     rows = load_rows(results_dir(results), filters, by, thresholds)

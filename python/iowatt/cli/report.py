@@ -9,6 +9,7 @@ import click
 from iowatt.errors import ConfigError
 from iowatt.store.catalog import list_runs
 from iowatt.store.runs import resolve_run, results_dir
+from iowatt.store.writer import check_output
 from iowatt.units import parse_labels
 
 
@@ -24,6 +25,8 @@ def report(
     """Write an HTML report of RUNS (run ids, id prefixes, paths, or `latest`) and of the runs
     matching every --label, oldest first."""
     root = results_dir(results)
+    if output is not None:
+        check_output(output, "-o")
     if not runs and not labels:
         raise ConfigError("no runs given", "name runs (e.g. `latest`) or select them with --label")
     run_dirs = [resolve_run(root, ref) for ref in runs]

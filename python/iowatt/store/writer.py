@@ -220,6 +220,24 @@ def remove_created(path: Path, run_id: str) -> bool | None:
     return mine
 
 
+def check_output(path: Path, option: str) -> None:
+    """Refuses, before any work, an output file that cannot be written: a directory, a file in
+    a directory that does not exist, or one iowatt may not write in."""
+    parent = path.parent
+    if path.is_dir():
+        raise StoreError(f"{option} `{path}` is a directory", "name a file, e.g. DIR/out.html")
+    if not parent.is_dir():
+        raise StoreError(
+            f"{option} `{path}`: the directory `{parent}` does not exist",
+            "create it first, or name a file in an existing directory",
+        )
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise StoreError(
+            f"{option} `{path}` cannot be written (no permission, or a read-only file system)",
+            "name a file in a directory you may write to",
+        )
+
+
 def rescue_dirs() -> list[Path]:
     """Where runs go that the results directory could not take: ``$IOWATT_RESCUE_DIR``, then
     the user's state directory, then /var/tmp and /tmp."""
