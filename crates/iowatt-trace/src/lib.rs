@@ -1,0 +1,10 @@
+//! Web access logs as the replay engine and the simulators read them: a log format in Apache's
+//! `mod_log_config` syntax (or a named one: `common`, `combined`, `vhost_combined`), and the
+//! fields of one line in that format.
+
+pub mod format;
+pub mod line;
+pub mod time;
+
+pub use format::{Directive, LogFormat, Token};
+pub use line::{parse_line, LineError, Record};

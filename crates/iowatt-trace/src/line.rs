@@ -1,0 +1,208 @@
+//! One log line, split by its format: fields end at the literal text that follows them, quoted
+//! fields at their unescaped closing quote (Apache writes `"` inside a value as `\"`), the time
+//! at its `]`. Text after the last field (fields a server added to the format) is ignored.
+
+use std::borrow::Cow;
+
+use thiserror::Error;
+
+use crate::format::{Directive, LogFormat, Token};
+use crate::time::parse_clf;
+
+/// The fields of one line that replay and the simulators use.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Record<'a> {
+    /// Seconds since the epoch, UTC (the line's own zone offset applied).
+    pub time: i64,
+    pub host: Cow<'a, str>,
+    pub method: Cow<'a, str>,
+    pub target: Cow<'a, str>,
+    pub protocol: Cow<'a, str>,
+    pub status: u16,
+    /// Bytes sent; None for `-`.
+    pub bytes: Option<u64>,
+    pub vhost: Option<Cow<'a, str>>,
+    pub referer: Option<Cow<'a, str>>,
+    pub agent: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum LineError {
+    #[error("expected `{expected}` at column {column}")]
+    Literal { expected: String, column: usize },
+    #[error("a quoted field from column {0} has no closing quote")]
+    Unclosed(usize),
+    #[error("the time at column {0} is not `[day/Mon/year:hh:mm:ss +zone]`")]
+    Time(usize),
+    #[error("the request at column {0} is not `METHOD target [PROTOCOL]`")]
+    Request(usize),
+    #[error("the status at column {0} is not a number from 100 to 999")]
+    Status(usize),
+    #[error("the size at column {0} is not a number of bytes or `-`")]
+    Bytes(usize),
+    #[error("the line has no time or no request")]
+    Incomplete,
+}
+
+/// Splits `line` (without its newline) by `format`.
+pub fn parse_line<'a>(format: &LogFormat, line: &'a str) -> Result<Record<'a>, LineError> {
+    let mut record = Record::default();
+    let (mut seen_time, mut seen_request) = (false, false);
+    let mut pos = 0;
+    let tokens = &format.tokens;
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            Token::Literal(text) => {
+                if !line[pos..].starts_with(text.as_str()) {
+                    return Err(LineError::Literal {
+                        expected: text.clone(),
+                        column: pos + 1,
+                    });
+                }
+                pos += text.len();
+            }
+            Token::Field(directive) => {
+                let quoted = i > 0 && ends_with_quote(&tokens[i - 1]);
+                let next = tokens.get(i + 1);
+                let (value, end) = field(line, pos, *directive, quoted, next)?;
+                match directive {
+                    Directive::Time => seen_time = true,
+                    Directive::Request => seen_request = true,
+                    _ => {}
+                }
+                store(&mut record, *directive, value, pos + 1)?;
+                pos = end;
+            }
+        }
+    }
+    if !(seen_time && seen_request) {
+        return Err(LineError::Incomplete);
+    }
+    Ok(record)
+}
+
+fn ends_with_quote(token: &Token) -> bool {
+    matches!(token, Token::Literal(text) if text.ends_with('"'))
+}
+
+/// The field's text from `pos`, and where the field ends.
+fn field<'a>(
+    line: &'a str,
+    pos: usize,
+    directive: Directive,
+    quoted: bool,
+    next: Option<&Token>,
+) -> Result<(Cow<'a, str>, usize), LineError> {
+    let rest = &line[pos..];
+    if quoted {
+        return quoted_field(rest, pos);
+    }
+    if directive == Directive::Time {
+        let close = rest.find(']').filter(|_| rest.starts_with('['));
+        let close = close.ok_or(LineError::Time(pos + 1))?;
+        return Ok((Cow::Borrowed(&rest[1..close]), pos + close + 1));
+    }
+    let end = match next {
+        Some(Token::Literal(text)) => {
+            let stop = text.chars().next().unwrap_or(' ');
+            rest.find(stop).unwrap_or(rest.len())
+        }
+        _ => rest.find(' ').unwrap_or(rest.len()),
+    };
+    Ok((Cow::Borrowed(&rest[..end]), pos + end))
+}
+
+/// A value up to its closing quote, with Apache's `\"` and `\\` escapes undone.
+fn quoted_field(rest: &str, pos: usize) -> Result<(Cow<'_, str>, usize), LineError> {
+    let bytes = rest.as_bytes();
+    let mut i = 0;
+    let mut escaped = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => {
+                escaped = true;
+                i += 2;
+                continue;
+            }
+            b'"' => {
+                let raw = &rest[..i];
+                let value = if escaped {
+                    Cow::Owned(raw.replace("\\\"", "\"").replace("\\\\", "\\"))
+                } else {
+                    Cow::Borrowed(raw)
+                };
+                return Ok((value, pos + i));
+            }
+            _ => i += 1,
+        }
+    }
+    Err(LineError::Unclosed(pos + 1))
+}
+
+fn store<'a>(
+    record: &mut Record<'a>,
+    directive: Directive,
+    value: Cow<'a, str>,
+    column: usize,
+) -> Result<(), LineError> {
+    match directive {
+        Directive::Time => record.time = parse_clf(&value).ok_or(LineError::Time(column))?,
+        Directive::Request => request(record, value, column)?,
+        Directive::Status => {
+            record.status = value
+                .parse::<u16>()
+                .ok()
+                .filter(|s| (100..=999).contains(s))
+                .ok_or(LineError::Status(column))?;
+        }
+        Directive::Bytes => {
+            record.bytes = match value.as_ref() {
+                "-" => None,
+                n => Some(n.parse().map_err(|_| LineError::Bytes(column))?),
+            };
+        }
+        Directive::Host => record.host = value,
+        Directive::VHost => record.vhost = Some(value),
+        Directive::Referer => record.referer = Some(value),
+        Directive::UserAgent => record.agent = Some(value),
+        Directive::Skip => {}
+    }
+    Ok(())
+}
+
+fn request<'a>(
+    record: &mut Record<'a>,
+    value: Cow<'a, str>,
+    column: usize,
+) -> Result<(), LineError> {
+    let bad = LineError::Request(column);
+    match value {
+        Cow::Borrowed(text) => {
+            let (m, t, p) = split_request(text).ok_or(bad)?;
+            (record.method, record.target, record.protocol) =
+                (Cow::Borrowed(m), Cow::Borrowed(t), Cow::Borrowed(p));
+        }
+        Cow::Owned(text) => {
+            let (m, t, p) = split_request(&text).ok_or(bad)?;
+            (record.method, record.target, record.protocol) = (
+                Cow::Owned(m.to_string()),
+                Cow::Owned(t.to_string()),
+                Cow::Owned(p.to_string()),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `METHOD target PROTOCOL`, or `METHOD target` (HTTP/0.9).
+fn split_request(text: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = text.split(' ');
+    let method = parts.next().filter(|m| is_method(m))?;
+    let target = parts.next().filter(|t| !t.is_empty())?;
+    let protocol = parts.next().unwrap_or("");
+    parts.next().is_none().then_some((method, target, protocol))
+}
+
+fn is_method(m: &str) -> bool {
+    !m.is_empty() && m.len() <= 16 && m.bytes().all(|b| b.is_ascii_uppercase() || b == b'-')
+}
