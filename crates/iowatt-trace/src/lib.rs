@@ -4,7 +4,9 @@
 
 pub mod format;
 pub mod line;
+pub mod log;
 pub mod time;
 
 pub use format::{Directive, LogFormat, Token};
 pub use line::{parse_line, LineError, Record};
+pub use log::{parse_log, parse_text, read_log, Parsed, Requests};
