@@ -2,6 +2,7 @@
 //! histogram type, one interval series, and the parsing of the size and duration strings users
 //! type. Engines record into these; the Python side turns them into the run store.
 
+pub mod calendar;
 pub mod clock;
 pub mod histogram;
 pub mod interval;

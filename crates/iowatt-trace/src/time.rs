@@ -1,6 +1,8 @@
 //! CLF timestamps, `22/Apr/2009:18:52:51 +1200`, as seconds since the epoch (UTC): the zone
 //! offset is per line, so a log that crosses a daylight-saving change stays in order.
 
+use iowatt_metrics::calendar::{days_from_civil, days_in_month};
+
 const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
@@ -39,26 +41,6 @@ fn number(digits: &[u8]) -> Option<i64> {
     digits.iter().try_fold(0i64, |n, &d| {
         d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
     })
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Howard Hinnant's days_from_civil: days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

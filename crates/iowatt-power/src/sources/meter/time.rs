@@ -3,6 +3,8 @@
 //! elapsed since a given start. Parsed by hand: the formats are few, and a line costs no
 //! allocation.
 
+use iowatt_metrics::calendar::{civil_from_days, days_from_civil, days_in_month};
+
 use crate::PowerError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -320,44 +322,6 @@ fn parse_offset(text: &str) -> Option<i64> {
     let two = |s: &[u8]| i64::from(s[0] - b'0') * 10 + i64::from(s[1] - b'0');
     let (hours, minutes) = (two(hh), two(mm));
     (hours <= 18 && minutes <= 59).then_some(sign * (hours * 3600 + minutes * 60))
-}
-
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        2 if is_leap(y) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant, "chrono-Compatible
-/// Low-Level Date Algorithms").
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The inverse of [`days_from_civil`].
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]
