@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from iowatt import bench as bench_lib
-from iowatt.bench.config import MAX_IODEPTH, BenchConfig, Options, Reporter
+from iowatt.bench.config import MAX_IODEPTH, MAX_RUNS, BenchConfig, Options, Reporter
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.interrupts import held
 from iowatt.store.catalog import list_runs
@@ -58,9 +58,6 @@ _WORKLOAD_KEYS = ("run", "suite", *_OPTION_KEYS)
 _ENV_KEYS = ("name", "labels", "setup", "teardown")
 # Labels iowatt sets on every campaign run; an environment may not redefine them.
 _RESERVED_LABELS = ("campaign", "env", "rep")
-# Runs of one campaign (repetitions × envs × workloads): the schedule is a list, built at once,
-# and a campaign of more runs than this would take months.
-MAX_RUNS = 10_000
 _TEXT_KEYS = ("engine", "slow")
 _BOOL_KEYS = ("directio", "dsync")
 _INT_KEYS = {"nthreads": (1, U32_MAX, "nthreads = 4"), "iodepth": (1, MAX_IODEPTH, "iodepth = 32")}

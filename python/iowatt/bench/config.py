@@ -31,6 +31,9 @@ MAX_IODEPTH = 32768
 # above 1e9 a rate limits nothing; below 1e-3 (one operation per 17 minutes) the spacing
 # overflows its clock arithmetic for many threads and the limit is silently lost.
 MIN_RATE, MAX_RATE = 1e-3, 1e9
+# Runs of one series (a campaign's repetitions × envs × workloads, or bench --repeat): the
+# schedule is a list built at once, and more runs than this would take months.
+MAX_RUNS = 10_000
 
 
 @dataclass

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from iowatt.bench import Options, plan, run
-from iowatt.bench.config import BenchConfig, Reporter, SilentReporter
+from iowatt.bench.config import MAX_RUNS, BenchConfig, Reporter, SilentReporter
 from iowatt.bench.fileio import PERSONALITIES, SUITES
 from iowatt.bench.filemacro import SUITE, messages
 from iowatt.cli.comparison import show_comparison
@@ -16,9 +16,6 @@ from iowatt.cli.progress import RichReporter
 from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import U64_MAX, check_int, parse_labels
-
-# As many runs as a campaign may have (iowatt.campaign.MAX_RUNS, imported only when needed).
-MAX_REPEAT = 10_000
 
 HELP = f"""Run FileBench FileIO workloads and store the run.
 
@@ -76,7 +73,7 @@ def bench(
     as_json: bool,
     **opts: object,
 ) -> None:
-    check_int(repeat, "--repeat", 1, MAX_REPEAT, "--repeat 10")
+    check_int(repeat, "--repeat", 1, MAX_RUNS, "--repeat 10")
     config = plan(
         workload,
         Options(**opts),  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from iowatt.power.recording import Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.power.summary import Window, headline, span, summarize, warnings
 from iowatt.store.catalog import refresh
-from iowatt.store.runs import damaged, read_manifest, read_summary, read_table
+from iowatt.store.runs import DamagedRun, read_manifest, read_summary, read_table
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import write_atomic
 from iowatt.warnings import WarningSink
@@ -111,7 +111,7 @@ def _phase_marks(run_dir: Path) -> list[dict[str, Any]]:
 def _table(run_dir: Path, name: str) -> pa.Table:
     table = read_table(run_dir, name)
     if table is None:
-        raise damaged(run_dir, name, "missing")
+        raise DamagedRun(run_dir, name, "missing")
     return table
 
 

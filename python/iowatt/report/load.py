@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iowatt.errors import RunNotFoundError
-from iowatt.store.runs import damaged, read_manifest, read_summary, read_table
+from iowatt.store.runs import DamagedRun, read_manifest, read_summary, read_table
 
 _INTERVAL_COLUMNS = ("t_s", "duration_s", "ops_s", "mib_s", "mono_ns")
 PowerSeries = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
@@ -245,7 +245,7 @@ def load_run(path: Path) -> Run:
     try:
         return _load(path)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-        raise damaged(
+        raise DamagedRun(
             path, "manifest.json, summary.json or Parquet files", f"odd ({e!r})"
         ) from None
 

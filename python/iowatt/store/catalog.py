@@ -29,9 +29,9 @@ import duckdb
 
 from iowatt.errors import RunNotFoundError, StoreError
 from iowatt.interrupts import held
-from iowatt.store.index import VIEW_FILES, BrokenRun, RunRows, read_run
+from iowatt.store.index import VIEW_FILES, RunRows, read_run
 from iowatt.store.lock import CATALOG, writer_lock
-from iowatt.store.runs import run_dirs
+from iowatt.store.runs import DamagedRun, run_dirs
 from iowatt.store.writer import RunWriter, fsync_dir, write_atomic
 from iowatt.warnings import Kind, RunWarning, WarningSink
 
@@ -175,8 +175,9 @@ def _apply(
         try:
             rows = read_run(disk[name])
             if rows.run_id in taken:
-                raise BrokenRun("manifest.json", f"run id `{rows.run_id}` is already indexed")
-        except BrokenRun as b:
+                why = f"a copy: run id `{rows.run_id}` is already indexed"
+                raise DamagedRun(disk[name], "manifest.json", why)
+        except DamagedRun as b:
             done.broken.append((name, b.file, b.reason))
             marks.append([name, None, False, b.file, b.reason])
             continue

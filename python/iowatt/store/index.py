@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from iowatt.store.runs import DamagedRun, read_manifest, read_summary
+
 # view → the run file it reads
 VIEW_FILES = {
     "intervals": "intervals.parquet",
@@ -27,15 +29,6 @@ _INT64 = 2**63
 EPOCH = datetime(1970, 1, 1)
 
 
-class BrokenRun(Exception):
-    """A run directory whose files cannot be indexed: which file, and why."""
-
-    def __init__(self, file: str, reason: str) -> None:
-        super().__init__(f"{file}: {reason}")
-        self.file = file
-        self.reason = reason
-
-
 @dataclass
 class RunRows:
     run_id: str
@@ -48,28 +41,16 @@ class RunRows:
 
 
 def read_run(run_dir: Path) -> RunRows:
-    """The run's catalog rows; :class:`BrokenRun` when a file is missing, malformed or holds
+    """The run's catalog rows; :class:`DamagedRun` when a file is missing, malformed or holds
     values the catalog's columns cannot take."""
-    manifest = _json(run_dir, "manifest.json")
-    summary = _json(run_dir, "summary.json")
+    manifest = read_manifest(run_dir)
+    summary = read_summary(run_dir)
     try:
         rows = _rows(run_dir, manifest, summary)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
-        raise BrokenRun("manifest.json/summary.json", f"unexpected shape ({e!r})") from None
+        raise DamagedRun(run_dir, "manifest.json/summary.json", f"odd ({e!r})") from None
     rows.files = _parquet_files(run_dir)
     return rows
-
-
-def _json(run_dir: Path, name: str) -> dict[str, Any]:
-    try:
-        data = json.loads((run_dir / name).read_bytes())
-    except FileNotFoundError:
-        raise BrokenRun(name, "missing") from None
-    except (OSError, ValueError) as e:
-        raise BrokenRun(name, f"unreadable ({e})") from None
-    if not isinstance(data, dict):
-        raise BrokenRun(name, "not a JSON object")
-    return data
 
 
 def _rows(run_dir: Path, manifest: Mapping[str, Any], summary: Mapping[str, Any]) -> RunRows:
@@ -182,12 +163,13 @@ def _parquet_files(run_dir: Path) -> dict[str, str]:
         try:
             schema = pq.read_schema(path)
         except (OSError, pa.ArrowException) as e:
-            raise BrokenRun(name, f"not a readable Parquet file ({e})") from None
+            raise DamagedRun(run_dir, name, f"not a readable Parquet file: {e}") from None
         expected = VIEW_SCHEMAS[view]
         for col in schema:
             want = expected.field(col.name).type if col.name in expected.names else None
             if want is not None and not _compatible(col.type, want):
-                raise BrokenRun(name, f"column `{col.name}` is {col.type}, expected {want}")
+                why = f"odd: column `{col.name}` is {col.type}, expected {want}"
+                raise DamagedRun(run_dir, name, why)
         files[view] = str(path.resolve())
     return files
 

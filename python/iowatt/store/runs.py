@@ -44,16 +44,15 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
 
 
 def read_json(run_dir: Path, name: str) -> dict[str, Any]:
-    """One of a run's JSON files; a missing or damaged one is a :class:`StoreError` naming the
-    run and the file."""
+    """One of a run's JSON files; a missing or damaged one is a :class:`DamagedRun`."""
     try:
         data = json.loads((run_dir / name).read_bytes())
     except FileNotFoundError:
-        raise damaged(run_dir, name, "missing") from None
+        raise DamagedRun(run_dir, name, "missing") from None
     except (OSError, ValueError) as e:
-        raise damaged(run_dir, name, f"unreadable: {e}") from None
+        raise DamagedRun(run_dir, name, f"unreadable: {e}") from None
     if not isinstance(data, dict):
-        raise damaged(run_dir, name, "not a JSON object")
+        raise DamagedRun(run_dir, name, "not a JSON object")
     return data
 
 
@@ -69,14 +68,20 @@ def read_table(run_dir: Path, name: str) -> pa.Table | None:
     try:
         return pq.ParquetFile(path).read()
     except (OSError, pa.ArrowException) as e:
-        raise damaged(run_dir, name, f"not a readable Parquet file: {e}") from None
+        raise DamagedRun(run_dir, name, f"not a readable Parquet file: {e}") from None
 
 
-def damaged(run_dir: Path, name: str, why: str) -> StoreError:
-    return StoreError(
-        f"run `{run_dir.name}`: its {name} is {why}",
-        "restore the file or remove the run; `iowatt runs --check` lists damaged runs",
-    )
+class DamagedRun(StoreError):
+    """A run file that is missing, unreadable or not shaped as docs/run-store.md describes:
+    the run and the file are named, and the other runs keep working."""
+
+    def __init__(self, run_dir: Path, file: str, reason: str) -> None:
+        super().__init__(
+            f"run `{run_dir.name}`: its {file} is {reason}",
+            "restore the file or remove the run; `iowatt runs --check` lists damaged runs",
+        )
+        self.file = file
+        self.reason = reason
 
 
 def resolve_run(results: Path, ref: str) -> Path:
