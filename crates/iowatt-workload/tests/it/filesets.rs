@@ -172,7 +172,13 @@ fn semblock_waits_for_value_posts_from_other_threads() {
         posts >= blocks * 10 && posts <= blocks * 10 + 30,
         "{posts} posts, {blocks} blocks"
     );
-    assert_eq!(flowop(&out, "wr").ops, blocks, "one write per block");
+    // One write per block, except that the run's end may fall between the last block and its
+    // write (threads stop at any flowop boundary).
+    let writes = flowop(&out, "wr").ops;
+    assert!(
+        writes == blocks || writes + 1 == blocks,
+        "{writes} writes, {blocks} blocks"
+    );
 }
 
 #[test]
