@@ -3,6 +3,7 @@
 //! at its `]`. Text after the last field (fields a server added to the format) is ignored.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use thiserror::Error;
 
@@ -24,6 +25,10 @@ pub struct Record<'a> {
     pub vhost: Option<Cow<'a, str>>,
     pub referer: Option<Cow<'a, str>>,
     pub agent: Option<Cow<'a, str>>,
+    /// Where the host and the request's target are in the line, as written (escapes and all):
+    /// what an anonymiser replaces.
+    pub host_span: Range<usize>,
+    pub target_span: Range<usize>,
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -68,6 +73,11 @@ pub fn parse_line<'a>(format: &LogFormat, line: &'a str) -> Result<Record<'a>, L
                 match directive {
                     Directive::Time => seen_time = true,
                     Directive::Request => seen_request = true,
+                    _ => {}
+                }
+                match directive {
+                    Directive::Host => record.host_span = pos..end,
+                    Directive::Request => record.target_span = target_span(&line[pos..end], pos),
                     _ => {}
                 }
                 store(&mut record, *directive, value, pos + 1)?;
@@ -192,6 +202,13 @@ fn request<'a>(
         }
     }
     Ok(())
+}
+
+/// The raw target of a raw request line starting at `pos` (a target never holds a raw space).
+fn target_span(raw: &str, pos: usize) -> Range<usize> {
+    let start = raw.find(' ').map_or(raw.len(), |i| i + 1);
+    let len = raw[start..].find(' ').unwrap_or(raw.len() - start);
+    pos + start..pos + start + len
 }
 
 /// `METHOD target PROTOCOL`, or `METHOD target` (HTTP/0.9).

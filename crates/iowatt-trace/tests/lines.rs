@@ -41,6 +41,9 @@ fn ipv6_clients_dash_sizes_and_escaped_quotes() {
     assert_eq!((r.status, r.bytes), (304, None));
     assert_eq!(r.referer.as_deref(), Some(r#"http://r/"x""#));
     assert_eq!(r.agent.as_deref(), Some(r#"agent "quoted""#));
+    // The spans are of the text as written, for an anonymiser to replace.
+    assert_eq!(&line[r.host_span.clone()], "2001:db8::1");
+    assert_eq!(&line[r.target_span.clone()], r#"/q?x=\"ab\"&y=\\"#);
 }
 
 #[test]
