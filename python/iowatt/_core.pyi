@@ -6,6 +6,8 @@ __all__ = [
     "PowerRecorder",
     "WorkloadRun",
     "__version__",
+    "derive_keys",
+    "hash_names",
     "ipmitool_command",
     "parse_duration_ns",
     "parse_size",
@@ -17,6 +19,8 @@ PERSONALITIES: list[str]
 def parse_size(text: str) -> int: ...
 def parse_duration_ns(text: str) -> int: ...
 def ipmitool_command(source_json: str) -> dict[str, Any]: ...
+def derive_keys(secret: bytes) -> tuple[bytes, bytes, str]: ...
+def hash_names(key: bytes, names: list[bytes], keep_extensions: bool) -> list[str]: ...
 
 @final
 class WorkloadRun:

@@ -49,6 +49,16 @@ def ipmitool_command(source: Mapping[str, Any]) -> dict[str, Any]:
     return _core.ipmitool_command(json.dumps(source))
 
 
+def derive_keys(secret: bytes) -> tuple[bytes, bytes, str]:
+    """(names key, addresses key, key id) from a key file's bytes (HKDF-SHA-256)."""
+    return _core.derive_keys(secret)
+
+
+def hash_names(key: bytes, names: list[bytes], keep_extensions: bool) -> list[str]:
+    """Each name's keyed hash (HMAC-SHA-256, 24 hex digits, extension kept on request)."""
+    return _core.hash_names(key, names, keep_extensions)
+
+
 class Progress(TypedDict):
     phase: str  # "preparing" | "ramp" | "measuring" | "done"
     prepared_bytes: int

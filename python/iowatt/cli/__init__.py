@@ -12,6 +12,7 @@ import signal
 import sys
 import traceback
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -29,20 +30,34 @@ VERBS = {
     "report": "report:report",
     "runs": "runs:runs",
     "sweep": "sweep:sweep",
+    "trace": "trace:trace",
+    "tree": "tree:tree",
 }
 
 
 class LazyGroup(click.Group):
-    """A group whose verbs are imported when first used."""
+    """A group whose verbs (``verb → "module:command"`` under ``package``) are imported when
+    first used."""
+
+    def __init__(
+        self,
+        *args: Any,
+        verbs: dict[str, str] | None = None,
+        package: str = "iowatt.cli",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.verbs = VERBS if verbs is None else verbs
+        self.package = package
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(VERBS)
+        return sorted(self.verbs)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in VERBS:
+        if cmd_name not in self.verbs:
             return None
-        module, name = VERBS[cmd_name].split(":")
-        command = getattr(importlib.import_module(f"iowatt.cli.{module}"), name)
+        module, name = self.verbs[cmd_name].split(":")
+        command = getattr(importlib.import_module(f"{self.package}.{module}"), name)
         assert isinstance(command, click.Command)
         return command
 
