@@ -7,7 +7,10 @@ import click
 
 from iowatt.cli import LazyGroup
 
-SUBVERBS: dict[str, str] = {}
+SUBVERBS: dict[str, str] = {
+    "split": "split:split",
+    "stats": "stats:stats",
+}
 
 
 @click.group(cls=LazyGroup, verbs=SUBVERBS, package=__name__)
