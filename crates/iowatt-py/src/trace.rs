@@ -44,17 +44,35 @@ pub fn hash_names(
     }))
 }
 
-fn le_bytes<'py, T: Copy, const N: usize>(
+/// A column's values as the bytes Python builds an Arrow buffer from, copied once.
+fn column_bytes<'py, T: Copy + ToLe>(
     py: Python<'py>,
     values: &[T],
-    to: fn(T) -> [u8; N],
-) -> Bound<'py, PyBytes> {
-    let mut out = Vec::with_capacity(values.len() * N);
-    for &v in values {
-        out.extend_from_slice(&to(v));
-    }
-    PyBytes::new(py, &out)
+) -> PyResult<Bound<'py, PyBytes>> {
+    let size = std::mem::size_of::<T>();
+    PyBytes::new_with(py, std::mem::size_of_val(values), |out| {
+        for (chunk, v) in out.chunks_exact_mut(size).zip(values) {
+            v.write_le(chunk);
+        }
+        Ok(())
+    })
 }
+
+/// Little-endian bytes of a column value (Arrow buffers are little-endian).
+trait ToLe {
+    fn write_le(self, out: &mut [u8]);
+}
+
+macro_rules! to_le {
+    ($($t:ty),*) => {$(
+        impl ToLe for $t {
+            fn write_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+to_le!(i64, i32, u64, u16);
 
 /// A whole access log, parsed without the GIL: counts, the first bad lines, and the requests
 /// in time order as little-endian column buffers (Arrow's layout: strings as offsets + data).
@@ -84,17 +102,17 @@ pub fn read_log<'py>(py: Python<'py>, path: &str, format: &str) -> PyResult<Boun
     d.set_item("bad_lines", parsed.bad_lines.clone())?;
     d.set_item("out_of_order", parsed.out_of_order)?;
     d.set_item("count", r.len())?;
-    d.set_item("time", le_bytes(py, &r.time, i64::to_le_bytes))?;
-    d.set_item("zone", le_bytes(py, &r.zone, i32::to_le_bytes))?;
-    d.set_item("line", le_bytes(py, &r.line, u64::to_le_bytes))?;
-    d.set_item("status", le_bytes(py, &r.status, u16::to_le_bytes))?;
-    d.set_item("bytes", le_bytes(py, &r.bytes, i64::to_le_bytes))?;
+    d.set_item("time", column_bytes(py, &r.time)?)?;
+    d.set_item("zone", column_bytes(py, &r.zone)?)?;
+    d.set_item("line", column_bytes(py, &r.line)?)?;
+    d.set_item("status", column_bytes(py, &r.status)?)?;
+    d.set_item("bytes", column_bytes(py, &r.bytes)?)?;
     for (name, strings) in [
         ("host", &r.host),
         ("method", &r.method),
         ("target", &r.target),
     ] {
-        let offsets = le_bytes(py, &strings.offsets, i64::to_le_bytes);
+        let offsets = column_bytes(py, &strings.offsets)?;
         d.set_item(name, (offsets, PyBytes::new(py, &strings.data)))?;
     }
     Ok(d)
