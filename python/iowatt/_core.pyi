@@ -4,6 +4,7 @@ from typing import Any, final
 __all__ = [
     "PERSONALITIES",
     "PowerRecorder",
+    "TreeRecreate",
     "WorkloadRun",
     "__version__",
     "derive_keys",
@@ -43,3 +44,28 @@ class PowerRecorder:
     def drain(self) -> dict[str, Any]: ...
     def stop(self) -> None: ...
     def stats(self) -> list[dict[str, Any]]: ...
+
+@final
+class TreeRecreate:
+    def __new__(
+        cls,
+        dest: str,
+        path: list[str],
+        kind: list[str],
+        size: list[int],
+        mode: list[int],
+        mtime_ns: list[int],
+        atime_ns: list[int],
+        target: list[str | None],
+        *,
+        sparse: bool,
+        resume: bool,
+        threads: int,
+        seed: int,
+    ) -> TreeRecreate: ...
+    def total_bytes(self) -> int: ...
+    def start(self) -> None: ...
+    def cancel(self) -> None: ...
+    def wait(self, timeout_s: float) -> bool: ...
+    def progress(self) -> dict[str, Any]: ...
+    def result(self) -> dict[str, Any]: ...
