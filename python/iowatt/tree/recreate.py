@@ -97,7 +97,11 @@ def _check_dest(dest: Path, resume: bool) -> None:
             )
         dest.mkdir()
         return
-    if not resume and any(os.scandir(dest)):
+    if resume:
+        return
+    with os.scandir(dest) as entries:
+        empty = next(entries, None) is None
+    if not empty:
         raise TargetError(
             f"DEST `{dest}` is not empty",
             "name an empty or new directory, or pass --resume to finish a recreation there",
