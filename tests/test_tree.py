@@ -20,7 +20,15 @@ from iowatt.keys import load_keys
 from support.cli import assert_user_error, iowatt
 
 T = 1_500_000_000_000_000_000  # ns
-NAMES = [b"www", b"exams", b"answers.pdf", b"syllabus.txt", b"shortcut", b"caf\xe9-\xff.html", b"drafts"]
+NAMES = [
+    b"www",
+    b"exams",
+    b"answers.pdf",
+    b"syllabus.txt",
+    b"shortcut",
+    b"caf\xe9-\xff.html",
+    b"drafts",
+]
 
 
 @pytest.fixture

@@ -261,24 +261,27 @@ class TreeResult(TypedDict):
 
 
 class TreeRecreate:
-    """A tree recreation (``crates/iowatt-tree``): the manifest's columns, checked when built
-    (a ConfigError names the row), then :func:`drive` it and read its result."""
+    """A tree recreation (``crates/iowatt-tree``): the manifest's columns as Arrow buffers
+    (see ``iowatt.tree.recreate.buffers``), checked when built (a ConfigError names the row),
+    then :func:`drive` it and read its result."""
 
     def __init__(
         self,
         dest: str,
-        columns: Mapping[str, list[Any]],
+        n: int,
+        buffers: Mapping[str, bytes],
         *,
         sparse: bool,
         resume: bool,
         threads: int,
         seed: int,
     ) -> None:
-        c = columns
+        b = buffers
         self._run = _engine_call(
             lambda: _core.TreeRecreate(
-                dest, c["path"], c["type"], c["size"], c["mode"], c["mtime_ns"], c["atime_ns"],
-                c["target"], sparse=sparse, resume=resume, threads=threads, seed=seed,
+                dest, n, b["path_offsets"], b["path_data"], b["kind"], b["size"], b["mode"],
+                b["mtime_ns"], b["atime_ns"], b["target_offsets"], b["target_data"],
+                sparse=sparse, resume=resume, threads=threads, seed=seed,
             )
         )  # fmt: skip
 

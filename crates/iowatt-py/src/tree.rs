@@ -31,63 +31,31 @@ pub struct TreeRecreate {
 
 #[pymethods]
 impl TreeRecreate {
-    /// The manifest as columns of equal length; checked here, before anything is made.
+    /// The manifest as Arrow buffers of `n` rows (no nulls, offset 0): string columns as
+    /// int64 offsets and UTF-8 data, `kind` as int8 codes (0 dir, 1 file, 2 symlink), `size`,
+    /// `mtime_ns`, `atime_ns` as int64 and `mode` as int32, little-endian; an empty target is
+    /// none. Checked here, before anything is made.
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (dest, path, kind, size, mode, mtime_ns, atime_ns, target, *, sparse, resume, threads, seed))]
+    #[pyo3(signature = (dest, n, path_offsets, path_data, kind, size, mode, mtime_ns, atime_ns, target_offsets, target_data, *, sparse, resume, threads, seed))]
     fn new(
         py: Python<'_>,
         dest: PathBuf,
-        path: Vec<String>,
-        kind: Vec<String>,
-        size: Vec<u64>,
-        mode: Vec<u32>,
-        mtime_ns: Vec<i64>,
-        atime_ns: Vec<i64>,
-        target: Vec<Option<String>>,
+        n: usize,
+        path_offsets: &[u8],
+        path_data: &[u8],
+        kind: &[u8],
+        size: &[u8],
+        mode: &[u8],
+        mtime_ns: &[u8],
+        atime_ns: &[u8],
+        target_offsets: &[u8],
+        target_data: &[u8],
         sparse: bool,
         resume: bool,
         threads: usize,
         seed: u64,
     ) -> PyResult<Self> {
-        let n = path.len();
-        let lengths = [
-            kind.len(),
-            size.len(),
-            mode.len(),
-            mtime_ns.len(),
-            atime_ns.len(),
-            target.len(),
-        ];
-        if lengths.iter().any(|&l| l != n) {
-            return Err(raise(
-                py,
-                "ConfigError",
-                "the manifest's columns differ in length".into(),
-                None,
-            ));
-        }
-        let mut entries = Vec::with_capacity(n);
-        let columns = path.into_iter().zip(kind).zip(target).enumerate();
-        for (row, ((path, kind), target)) in columns {
-            let Some(k) = Kind::parse(&kind) else {
-                let e = TreeError::Manifest {
-                    row,
-                    path,
-                    reason: format!("has type `{kind}`, not dir, file or symlink"),
-                };
-                return Err(from_tree(py, &e));
-            };
-            entries.push(Entry {
-                path,
-                kind: k,
-                size: size[row],
-                mode: mode[row],
-                mtime_ns: mtime_ns[row],
-                atime_ns: atime_ns[row],
-                target,
-            });
-        }
         let config = Config {
             dest,
             sparse,
@@ -95,9 +63,44 @@ impl TreeRecreate {
             threads,
             seed,
         };
-        let rec = py
-            .detach(|| Recreation::new(config, entries))
-            .map_err(|e| from_tree(py, &e))?;
+        let built = py.detach(|| {
+            let paths = Strings::new(path_offsets, path_data, n)?;
+            let targets = Strings::new(target_offsets, target_data, n)?;
+            let (size, mtime, atime) = (i64s(size, n)?, i64s(mtime_ns, n)?, i64s(atime_ns, n)?);
+            let mode = i32s(mode, n)?;
+            if kind.len() != n {
+                return Err(Bad::Shape);
+            }
+            let mut entries = Vec::with_capacity(n);
+            for row in 0..n {
+                let kind = match kind[row] {
+                    0 => Kind::Dir,
+                    1 => Kind::File,
+                    2 => Kind::Symlink,
+                    _ => return Err(Bad::Shape),
+                };
+                let target = targets.get(row)?;
+                entries.push(Entry {
+                    path: paths.get(row)?.to_owned(),
+                    kind,
+                    size: size[row].max(0) as u64,
+                    mode: mode[row] as u32,
+                    mtime_ns: mtime[row],
+                    atime_ns: atime[row],
+                    target: (!target.is_empty()).then(|| target.to_owned()),
+                });
+            }
+            Recreation::new(config, entries).map_err(Bad::Tree)
+        });
+        let rec = built.map_err(|e| match e {
+            Bad::Tree(e) => from_tree(py, &e),
+            Bad::Shape => raise(
+                py,
+                "ConfigError",
+                "the manifest's columns do not have the shape the engine takes".into(),
+                None,
+            ),
+        })?;
         Ok(Self {
             handle: RecreateHandle::new(rec),
         })
@@ -158,6 +161,54 @@ impl TreeRecreate {
                     "the run has not ended; call wait()",
                 ))
             })
+    }
+}
+
+enum Bad {
+    Shape,
+    Tree(TreeError),
+}
+
+fn i64s(b: &[u8], n: usize) -> Result<Vec<i64>, Bad> {
+    if b.len() != n * 8 {
+        return Err(Bad::Shape);
+    }
+    Ok(b.chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect())
+}
+
+fn i32s(b: &[u8], n: usize) -> Result<Vec<i32>, Bad> {
+    if b.len() != n * 4 {
+        return Err(Bad::Shape);
+    }
+    Ok(b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect())
+}
+
+/// An Arrow large-string column: offsets and data.
+struct Strings<'a> {
+    offsets: Vec<i64>,
+    data: &'a [u8],
+}
+
+impl<'a> Strings<'a> {
+    fn new(offsets: &[u8], data: &'a [u8], n: usize) -> Result<Self, Bad> {
+        Ok(Self {
+            offsets: i64s(offsets, n + 1)?,
+            data,
+        })
+    }
+
+    fn get(&self, row: usize) -> Result<&'a str, Bad> {
+        let (a, b) = (self.offsets[row], self.offsets[row + 1]);
+        let bytes = usize::try_from(a)
+            .ok()
+            .zip(usize::try_from(b).ok())
+            .and_then(|(a, b)| self.data.get(a..b))
+            .ok_or(Bad::Shape)?;
+        std::str::from_utf8(bytes).map_err(|_| Bad::Shape)
     }
 }
 
