@@ -67,6 +67,8 @@ def recreate(
     try:
         _engine.drive([run], None if on_tick is None else lambda: on_tick(run.progress()))
         result = run.result()
+    except KeyboardInterrupt:
+        raise _interrupted(manifest_path, dest) from None
     except TargetError as e:
         if e.kind == "no_space":
             raise TargetError(
@@ -84,11 +86,15 @@ def recreate(
         "key_id": meta.get("key_id"),
     }
     if result["status"] == "cancelled":
-        raise RunInterrupted(
-            f"interrupted: what was made stays in `{dest}`",
-            f"`iowatt tree recreate {manifest_path} {dest} --resume` finishes it",
-        )
+        raise _interrupted(manifest_path, dest)
     return summary
+
+
+def _interrupted(manifest_path: Path, dest: Path) -> RunInterrupted:
+    return RunInterrupted(
+        f"interrupted: what was made stays in `{dest}`",
+        f"`iowatt tree recreate {manifest_path} {dest} --resume` finishes it",
+    )
 
 
 def _buffers(table: pa.Table) -> tuple[int, dict[str, bytes]]:
