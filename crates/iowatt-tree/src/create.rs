@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::plan::{Entry, Kind, Plan};
 use crate::progress::{Counts, Phase};
-use crate::rng::Rng;
 use crate::sys;
 use crate::{Output, Progress, Recreation, Status, TreeError};
+use iowatt_metrics::Rng;
 
 /// Entries per job: enough to pay for opening the directory, few enough to share a big one.
 const CHUNK: usize = 256;

@@ -13,7 +13,6 @@ mod error;
 mod handle;
 mod plan;
 mod progress;
-mod rng;
 mod sys;
 
 use std::path::PathBuf;
