@@ -132,8 +132,26 @@ class Handle(Protocol):
     def wait(self, timeout_s: float) -> bool: ...
 
 
-class WorkloadRun:
+class _EngineJob:
+    """An engine's job thread (``iowatt_metrics::Job`` behind the binding): the :class:`Handle`
+    methods, passed through."""
+
+    _run: _core.WorkloadRun | _core.TreeRecreate
+
+    def start(self) -> None:
+        self._run.start()
+
+    def cancel(self) -> None:
+        self._run.cancel()
+
+    def wait(self, timeout_s: float) -> bool:
+        return self._run.wait(timeout_s)
+
+
+class WorkloadRun(_EngineJob):
     """One workload on the engine: build it, :func:`drive` it, then read its result."""
+
+    _run: _core.WorkloadRun
 
     def __init__(self, run: _core.WorkloadRun, name: str = "") -> None:
         self._run = run
@@ -157,15 +175,6 @@ class WorkloadRun:
     def model_dict(self) -> dict[str, Any]:
         """The model the engine runs (recorded in the manifest)."""
         return cast(dict[str, Any], json.loads(self._run.model_json()))
-
-    def start(self) -> None:
-        self._run.start()
-
-    def cancel(self) -> None:
-        self._run.cancel()
-
-    def wait(self, timeout_s: float) -> bool:
-        return self._run.wait(timeout_s)
 
     def progress(self) -> Progress:
         return cast(Progress, self._run.progress())
@@ -265,10 +274,12 @@ class TreeResult(TypedDict):
     elapsed_ns: int
 
 
-class TreeRecreate:
+class TreeRecreate(_EngineJob):
     """A tree recreation (``crates/iowatt-tree``): the manifest's columns as Arrow buffers
     (see ``iowatt.tree.recreate.buffers``), checked when built (a ConfigError names the row),
     then :func:`drive` it and read its result."""
+
+    _run: _core.TreeRecreate
 
     def __init__(
         self,
@@ -289,15 +300,6 @@ class TreeRecreate:
                 sparse=sparse, resume=resume, threads=threads, seed=seed,
             )
         )  # fmt: skip
-
-    def start(self) -> None:
-        self._run.start()
-
-    def cancel(self) -> None:
-        self._run.cancel()
-
-    def wait(self, timeout_s: float) -> bool:
-        return self._run.wait(timeout_s)
 
     def progress(self) -> TreeProgress:
         return cast(TreeProgress, self._run.progress())
