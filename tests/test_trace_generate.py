@@ -16,6 +16,8 @@ import math
 import os
 import re
 import shlex
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from iowatt.errors import ConfigError
 from iowatt.trace import generate as gen
 from iowatt.trace.synth import profile
 from support.cli import Result, assert_user_error, iowatt
@@ -341,6 +346,8 @@ def _refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str | Pa
         (("--tz", "+25:00"), "+25:00"),
         (("--tz", "CET"), "CET"),
         (("--start", "yesterday"), "yesterday"),
+        (("--start", "9999-12-31T12:00"), "9999-12-31T12:00"),
+        (("--start", "0900-01-01"), "0900-01-01"),
         (("--start", "2026-03-02T00:00+01:00", "--tz", "+0200"), "+0200"),
         (("--format", "nginx"), "nginx"),
         (("--files", "0"), "--files `0`"),
@@ -391,3 +398,53 @@ def test_files_and_tree_exclude_each_other(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert_user_error(_refused(capsys, tmp_path, "--tree", tmp_path, "--files", "5"), "--tree")
+
+
+def test_the_verb_starts_without_numpy() -> None:
+    script = (
+        "import sys\nfrom iowatt.cli import main\ntry:\n"
+        "    main(['trace', 'generate', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print('\\n' + ' '.join(m for m in ('numpy', 'pyarrow', 'rich') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == "", out
+
+
+_OPTIONS = ("start", "tz", "duration", "rate", "requests", "peak_ratio", "weekend", "zipf",
+            "files", "not_found", "slow_path", "slow_share", "not_modified", "clients", "fmt",
+            "host", "seed")  # fmt: skip
+_TEXT = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "0",
+            "-1",
+            "1e400",
+            "nan",
+            "inf",
+            "1d",
+            "0.5",
+            "+0100",
+            "/x",
+            "7",
+            "9999-12-31",
+            "0001-01-01T00:00",
+            "2026-03-02T00:00-05:00",
+        ]
+    ),
+    st.integers(-10, 10**12).map(str),
+    st.floats(allow_nan=True).map(str),
+)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=200)
+@given(st.dictionaries(st.sampled_from(_OPTIONS), _TEXT, max_size=4))
+def test_any_option_text_parses_or_is_one_config_error(options: dict[str, str]) -> None:
+    try:
+        config = gen.GenerateConfig.parse(**options)  # type: ignore[arg-type]
+    except ConfigError as e:
+        assert e.message and e.hint and "\n" not in e.message
+        return
+    assert config.duration_s >= 1 and (config.rate or 0) * config.duration_s <= 2e9
+    assert shlex.split(config.command(Path("x.log")))[:3] == ["iowatt", "trace", "generate"]

@@ -89,6 +89,14 @@ class GenerateConfig:
         first one that is wrong."""
         when, zone = _start(start or DEFAULT_START, tz)
         seconds = _duration(duration or DEFAULT_DURATION)
+        # %t writes a four-digit year.
+        last = dt.datetime(9999, 12, 31) - dt.timedelta(seconds=seconds)
+        if when.year < 1970 or when > last:
+            raise ConfigError(
+                f"--start `{start or DEFAULT_START}` with --duration {seconds:,} s leaves "
+                "the years 1970–9999",
+                "e.g. --start 2026-03-02T00:00",
+            )
         if rate is not None and requests is not None:
             raise ConfigError(
                 "--rate and --requests cannot be combined",
