@@ -10,6 +10,7 @@ so a pass stays a pass).
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import json
 import math
@@ -32,6 +33,7 @@ from hypothesis import strategies as st
 
 from iowatt.errors import ConfigError
 from iowatt.trace import generate as gen
+from iowatt.trace.log import read_log
 from iowatt.trace.synth import profile
 from support.cli import Result, assert_user_error, iowatt
 
@@ -265,6 +267,7 @@ def test_sizes_from_a_tree_manifest(tmp_path: Path) -> None:
         expected = "-" if m["method"] == "HEAD" or size == 0 else str(size)
         assert m["size"] == expected, m[0]
     assert "/a/b%20c.jpg" in {m["path"] for m in served}
+    assert read_log(out).bad == 0
     assert s["site"] == {"source": "manifest", "files": 5, "bytes": 5120 + 77 + 900 + (1 << 20)}
 
 
@@ -448,3 +451,29 @@ def test_any_option_text_parses_or_is_one_config_error(options: dict[str, str]) 
         return
     assert config.duration_s >= 1 and (config.rate or 0) * config.duration_s <= 2e9
     assert shlex.split(config.command(Path("x.log")))[:3] == ["iowatt", "trace", "generate"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name"),
+    [("common", "a.log"), ("combined", "a.log.gz"), ("vhost_combined", "a.log")],
+)
+def test_iowatts_own_parser_reads_every_line(tmp_path: Path, fmt: str, name: str) -> None:
+    """The Rust parser behind `trace stats` and `trace split` takes every line: none bad, none
+    out of order, and the same fields as the strict pattern above."""
+    out, s = run(tmp_path, name, duration="3h", rate=2, fmt=fmt, tz="-0330",
+                 start="2026-03-01T22:30")  # fmt: skip
+    log = read_log(out, fmt)
+    assert (log.bad, log.out_of_order, log.lines) == (0, 0, s["lines"])
+    t = log.table
+    assert t.num_rows == s["lines"]
+    ours = read(out, fmt).lines
+    assert t["host"].to_pylist() == [m["host"] for m in ours]
+    assert t["target"].to_pylist() == [m["path"] for m in ours]
+    assert t["method"].to_pylist() == [m["method"] for m in ours]
+    assert t["status"].to_pylist() == [int(m["status"]) for m in ours]
+    assert t["bytes"].to_pylist() == [None if m["size"] == "-" else int(m["size"]) for m in ours]
+    assert set(t["zone_s"].to_pylist()) == {-(3 * 3600 + 30 * 60)}
+    # 22:30 local at -03:30 is 02:00 UTC the next day.
+    first = int(dt.datetime(2026, 3, 2, 2, 0, tzinfo=dt.timezone.utc).timestamp())
+    assert first <= t["time_s"][0].as_py() < first + 60
+    assert t["time_s"][-1].as_py() < first + 3 * 3600

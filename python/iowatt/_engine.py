@@ -59,6 +59,11 @@ def hash_names(key: bytes, names: list[bytes], keep_extensions: bool) -> list[st
     return _core.hash_names(key, names, keep_extensions)
 
 
+def read_log(path: str, fmt: str) -> dict[str, Any]:
+    """An access log parsed into column buffers (see :mod:`iowatt.trace.log`)."""
+    return _core.read_log(path, fmt)
+
+
 class Progress(TypedDict):
     phase: str  # "preparing" | "ramp" | "measuring" | "done"
     prepared_bytes: int

@@ -17,6 +17,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<power::PowerRecorder>()?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
     m.add_function(wrap_pyfunction!(trace::hash_names, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::read_log, m)?)?;
     m.add_function(wrap_pyfunction!(power::ipmitool_command, m)?)?;
     m.add(
         "PERSONALITIES",

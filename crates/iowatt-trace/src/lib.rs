@@ -12,4 +12,4 @@ pub mod time;
 pub use format::{Directive, LogFormat, Token};
 pub use keys::{hash_name, hash_path, Keys};
 pub use line::{parse_line, LineError, Record};
-pub use log::{parse_log, parse_text, read_log, Parsed, Requests};
+pub use log::{parse_log, parse_text, read_log, Parsed, Requests, Strings};
