@@ -17,8 +17,10 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -477,3 +479,32 @@ def test_iowatts_own_parser_reads_every_line(tmp_path: Path, fmt: str, name: str
     first = int(dt.datetime(2026, 3, 2, 2, 0, tzinfo=dt.timezone.utc).timestamp())
     assert first <= t["time_s"][0].as_py() < first + 60
     assert t["time_s"][-1].as_py() < first + 3 * 3600
+
+
+@pytest.mark.slow
+def test_a_long_gzip_log_is_one_stream_of_members(tmp_path: Path) -> None:
+    """Batches are compressed side by side, each its own gzip member: gzip, Python and iowatt's
+    reader see one log, the same as the plain one."""
+    options = dict(duration="1h", requests=gen.BATCH + 1_000, fmt="common")
+    plain, _ = run(tmp_path, "a.log", **options)  # type: ignore[arg-type]
+    gz, _ = run(tmp_path, "a.log.gz", **options)  # type: ignore[arg-type]
+    data = gz.read_bytes()
+    assert data.count(b"\x1f\x8b\x08\x00\x00\x00\x00\x00") >= 2  # member headers, mtime 0
+    assert gzip.decompress(data) == plain.read_bytes()
+    log = read_log(gz, "common")
+    assert (log.lines, log.bad) == (gen.BATCH + 1_000, 0)
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "big.log.gz"
+    script = "from iowatt.cli import entry; entry()"
+    args = ["trace", "generate", "-o", str(out), "--requests", "50000000", "--duration", "7d"]
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".big.log.gz.*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert os.listdir(tmp_path) == []

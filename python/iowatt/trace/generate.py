@@ -21,17 +21,16 @@ parameters and a summary in ``OUT.json``.
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from iowatt.errors import ConfigError
+from iowatt.errors import ConfigError, StoreError
 from iowatt.store.writer import check_output, write_atomic
 from iowatt.trace.synth import clients as clients_lib
 from iowatt.trace.synth import profile, render, site
+from iowatt.trace.synth.output import AtomicOutput
 from iowatt.trace.synth.params import GenerateConfig
 from iowatt.trace.synth.requests import Batch, Shares, Targets, draw
 
@@ -47,7 +46,6 @@ Progress = Callable[[int, int], None]
 KIND = "trace-generate"
 VERSION = 1
 BATCH = 250_000  # requests drawn and written at a time: ~60 MB of text
-GZIP_LEVEL = 6
 
 
 def sidecar_path(out: Path) -> Path:
@@ -83,7 +81,13 @@ def generate(config: GenerateConfig, out: Path, progress: Progress | None = None
                 yield draw(seconds[i : i + BATCH], targets, pool, shares, referer_cdf,
                            request_rng), first, n  # fmt: skip
 
-    size = _write_atomic(out, config, tables, batches(), tally, total, progress)
+    try:
+        size = _write(out, config, tables, batches(), tally, total, progress)
+    except OSError as e:  # a full disk, a quota, an I/O error: nothing was left behind
+        raise StoreError(
+            f"-o `{out}` could not be written: {e.strerror or e}",
+            "free some space, or write the log elsewhere",
+        ) from None
     summary = {
         "kind": KIND,
         "version": VERSION,
@@ -149,7 +153,7 @@ class _Tally:
         self.last = str(times[int(batch.second[-1]) - first])
 
 
-def _write_atomic(
+def _write(
     out: Path,
     config: GenerateConfig,
     tables: render.Tables,
@@ -158,45 +162,21 @@ def _write_atomic(
     total: int,
     progress: Progress | None,
 ) -> int:
-    """Writes every batch's lines to a temporary file beside ``out``, then renames it; returns
-    the file's size."""
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        # mkstemp makes the file private; a log is as readable as any file the user creates.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as raw:
-            # No name and no time in the gzip header: the same log gives the same bytes.
-            gz = (
-                gzip.GzipFile(
-                    filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=GZIP_LEVEL
-                )
-                if out.name.endswith(".gz")
-                else None
-            )
-            write = raw.write if gz is None else gz.write
-            done = 0
-            day: tuple[int, Any] | None = None
+    """Writes every batch's lines to ``out``, all at once; returns the file's size."""
+    done = 0
+    day: tuple[int, Any] | None = None
+    if progress:
+        progress(0, total)
+    with AtomicOutput(out) as sink:
+        for batch, first, n in batches:
+            if day is None or day[0] != first:
+                day = (first, render.time_column(config.start, config.zone, first, n))
+            lines = render.lines(batch, day[1], first, tables)
+            sink.write(_text(lines), lines)
+            tally.add(batch, day[1], first)
+            done += len(batch.second)
             if progress:
-                progress(0, total)
-            for batch, first, n in batches:
-                if day is None or day[0] != first:
-                    day = (first, render.time_column(config.start, config.zone, first, n))
-                lines = render.lines(batch, day[1], first, tables)
-                write(_text(lines))
-                tally.add(batch, day[1], first)
-                done += len(batch.second)
-                if progress:
-                    progress(done, total)
-            if gz is not None:
-                gz.close()
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+                progress(done, total)
     return out.stat().st_size
 
 
