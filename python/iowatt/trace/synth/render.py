@@ -14,6 +14,7 @@ Layouts (Apache ``mod_log_config``; docs/trace.md):
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,15 @@ def clf_time(local: dt.datetime, zone: str) -> str:
     )
 
 
+@functools.lru_cache(maxsize=2)
+def _times_of_day(zone: str) -> pa.Array:
+    """``hh:mm:ss +zone]`` for every second of a day (built once: a year's log has 366 days)."""
+    import pyarrow as pa
+
+    return pa.array([f"{h:02d}:{m:02d}:{s:02d} {zone}]"
+                     for h in range(24) for m in range(60) for s in range(60)])  # fmt: skip
+
+
 def time_column(start: dt.datetime, zone: str, first: int, seconds: int) -> pa.Array:
     """The ``%t`` text of each second from ``first`` to ``first + seconds`` after ``start``."""
     import numpy as np
@@ -60,8 +70,7 @@ def time_column(start: dt.datetime, zone: str, first: int, seconds: int) -> pa.A
     offset = (t0 - midnight).seconds
     days = (offset + seconds + 86399) // 86400
     day_text = pa.array([clf_time(midnight + dt.timedelta(days=d), zone)[:12] for d in range(days)])
-    hms = pa.array([f"{h:02d}:{m:02d}:{s:02d} {zone}]"
-                    for h in range(24) for m in range(60) for s in range(60)])  # fmt: skip
+    hms = _times_of_day(zone)
 
     t = offset + np.arange(seconds, dtype=np.int64)
     return pc.binary_join_element_wise(
