@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from iowatt.errors import ConfigError
@@ -443,7 +443,6 @@ _TEXT = st.one_of(
 
 
 @pytest.mark.fuzz
-@settings(max_examples=200)
 @given(st.dictionaries(st.sampled_from(_OPTIONS), _TEXT, max_size=4))
 def test_any_option_text_parses_or_is_one_config_error(options: dict[str, str]) -> None:
     try:

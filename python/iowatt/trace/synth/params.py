@@ -93,7 +93,7 @@ class GenerateConfig:
         last = dt.datetime(9999, 12, 31) - dt.timedelta(seconds=seconds)
         if when.year < 1970 or when > last:
             raise ConfigError(
-                f"--start `{start or DEFAULT_START}` with --duration {seconds:,} s leaves "
+                f"--start {_q(start or DEFAULT_START)} with --duration {seconds:,} s leaves "
                 "the years 1970–9999",
                 "e.g. --start 2026-03-02T00:00",
             )
@@ -107,10 +107,11 @@ class GenerateConfig:
         if n is None:
             r = DEFAULT_RATE if rate is None else _number(rate, "--rate", 0, MAX_RATE, "10")
             if r <= 0:
-                raise ConfigError(f"--rate `{rate}` must be above zero", "e.g. --rate 10")
+                raise ConfigError(f"--rate {_q(rate)} must be above zero", "e.g. --rate 10")
             if r * seconds > MAX_REQUESTS:
                 raise ConfigError(
-                    f"--rate `{rate}` over {seconds:,} s makes more than {MAX_REQUESTS:,} requests",
+                    f"--rate {_q(rate)} over {seconds:,} s makes more than "
+                    f"{MAX_REQUESTS:,} requests",
                     "lower the rate or shorten --duration",
                 )
         if files is not None and tree is not None:
@@ -134,15 +135,15 @@ class GenerateConfig:
         path = slow_path if slow_path is not None else DEFAULT_SLOW_PATH
         if not _PATH.fullmatch(path):
             raise ConfigError(
-                f"--slow-path `{path}` is not a URL path",
+                f"--slow-path {_q(path)} is not a URL path",
                 "start it with `/` and use printable characters without spaces, e.g. /slow",
             )
         name = host if host is not None else DEFAULT_HOST
         if not _HOST.fullmatch(name):
-            raise ConfigError(f"--host `{name}` is not a host name", "e.g. www.example.com")
+            raise ConfigError(f"--host {_q(name)} is not a host name", "e.g. www.example.com")
         layout = fmt or DEFAULT_FORMAT
         if layout not in FORMATS:
-            raise ConfigError(f"--format `{layout}` is unknown", f"one of {', '.join(FORMATS)}")
+            raise ConfigError(f"--format {_q(layout)} is unknown", f"one of {', '.join(FORMATS)}")
         return cls(
             start=when,
             zone=zone,
@@ -193,12 +194,18 @@ class GenerateConfig:
         return shlex.join(args)
 
 
+def _q(value: object) -> str:
+    """``value`` in backticks for a message, control characters escaped (one line, always)."""
+    text = str(value)
+    return f"`{text}`" if text.isprintable() else f"`{repr(text)[1:-1]}`"
+
+
 def _start(text: str, tz: str | None) -> tuple[dt.datetime, str]:
     try:
         when = dt.datetime.fromisoformat(text.strip())
     except ValueError:
         raise ConfigError(
-            f"--start `{text}` is not a date and time", "e.g. 2026-03-02T00:00 (ISO 8601)"
+            f"--start {_q(text)} is not a date and time", "e.g. 2026-03-02T00:00 (ISO 8601)"
         ) from None
     zone = None if tz is None else _zone(tz)
     if when.tzinfo is not None:
@@ -207,19 +214,19 @@ def _start(text: str, tz: str | None) -> tuple[dt.datetime, str]:
         own = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
         if zone is not None and zone != own:
             raise ConfigError(
-                f"--start `{text}` is in zone {own}, --tz is {zone}", "give the zone once"
+                f"--start {_q(text)} is in zone {own}, --tz is {zone}", "give the zone once"
             )
         zone = own
         when = when.replace(tzinfo=None)
     if when.microsecond:
-        raise ConfigError(f"--start `{text}` has a fraction of a second", "logs count seconds")
+        raise ConfigError(f"--start {_q(text)} has a fraction of a second", "logs count seconds")
     return when, zone or "+0000"
 
 
 def _zone(text: str) -> str:
     m = _ZONE.fullmatch(text.strip())
     if not m or int(m[2]) > 14 or int(m[3]) > 59:
-        raise ConfigError(f"--tz `{text}` is not a zone offset", "e.g. +0100, -0500 or +0000")
+        raise ConfigError(f"--tz {_q(text)} is not a zone offset", "e.g. +0100, -0500 or +0000")
     return f"{m[1]}{m[2]}{m[3]}"
 
 
@@ -232,11 +239,13 @@ def _duration(text: str) -> int:
     else:
         try:
             seconds = parse_duration(t, "--duration")
-        except ConfigError as e:
-            raise ConfigError(e.message, "e.g. 1d, 7d, 6h or 90m") from None
+        except ConfigError:
+            raise ConfigError(
+                f"--duration {_q(text)} is not a duration", "e.g. 1d, 7d, 6h, 90m or 3600s"
+            ) from None
     if seconds < 1 or seconds != int(seconds):
         raise ConfigError(
-            f"--duration `{text}` is not a whole number of seconds, at least one",
+            f"--duration {_q(text)} is not a whole number of seconds, at least one",
             "e.g. 1d, 7d, 6h or 90m",
         )
     return int(seconds)
@@ -260,7 +269,7 @@ def _number(
         x = math.nan
     if not lo <= x <= hi:  # NaN too
         raise ConfigError(
-            f"{option} `{shown or value}` is not a number from {lo:g} to {hi:g}",
+            f"{option} {_q(shown or value)} is not a number from {lo:g} to {hi:g}",
             f"e.g. {option} {example}",
         )
     return x
@@ -273,7 +282,7 @@ def _int(value: str | int, option: str, lo: int, hi: int, example: str) -> int:
         n = lo - 1
     if not lo <= n <= hi:
         raise ConfigError(
-            f"{option} `{value}` is not a whole number from {lo:,} to {hi:,}",
+            f"{option} {_q(value)} is not a whole number from {lo:,} to {hi:,}",
             f"e.g. {option} {example}",
         )
     return n
