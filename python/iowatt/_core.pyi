@@ -4,6 +4,7 @@ from typing import Any, final
 __all__ = [
     "PERSONALITIES",
     "PowerRecorder",
+    "TreeRecreate",
     "WorkloadRun",
     "__version__",
     "derive_keys",
@@ -45,3 +46,31 @@ class PowerRecorder:
     def drain(self) -> dict[str, Any]: ...
     def stop(self) -> None: ...
     def stats(self) -> list[dict[str, Any]]: ...
+
+@final
+class TreeRecreate:
+    def __new__(
+        cls,
+        dest: str,
+        n: int,
+        path_offsets: bytes,
+        path_data: bytes,
+        kind: bytes,
+        size: bytes,
+        mode: bytes,
+        mtime_ns: bytes,
+        atime_ns: bytes,
+        target_offsets: bytes,
+        target_data: bytes,
+        *,
+        sparse: bool,
+        resume: bool,
+        threads: int,
+        seed: int,
+    ) -> TreeRecreate: ...
+    def total_bytes(self) -> int: ...
+    def start(self) -> None: ...
+    def cancel(self) -> None: ...
+    def wait(self, timeout_s: float) -> bool: ...
+    def progress(self) -> dict[str, Any]: ...
+    def result(self) -> dict[str, Any]: ...

@@ -242,6 +242,70 @@ class PowerSampler:
         return self._rec.stats()
 
 
+class TreeProgress(TypedDict):
+    phase: str  # "idle" | "creating" | "finishing" (directories' modes and times) | "done"
+    entries: int  # made, or found complete by --resume
+    total: int
+    files: int
+    dirs: int
+    links: int
+    bytes: int
+    total_bytes: int
+    skipped: int
+
+
+class TreeResult(TypedDict):
+    status: str  # "complete" | "cancelled"
+    entries: int
+    files: int
+    dirs: int
+    links: int
+    bytes: int
+    skipped: int
+    elapsed_ns: int
+
+
+class TreeRecreate:
+    """A tree recreation (``crates/iowatt-tree``): the manifest's columns as Arrow buffers
+    (see ``iowatt.tree.recreate.buffers``), checked when built (a ConfigError names the row),
+    then :func:`drive` it and read its result."""
+
+    def __init__(
+        self,
+        dest: str,
+        n: int,
+        buffers: Mapping[str, bytes],
+        *,
+        sparse: bool,
+        resume: bool,
+        threads: int,
+        seed: int,
+    ) -> None:
+        b = buffers
+        self._run = _engine_call(
+            lambda: _core.TreeRecreate(
+                dest, n, b["path_offsets"], b["path_data"], b["kind"], b["size"], b["mode"],
+                b["mtime_ns"], b["atime_ns"], b["target_offsets"], b["target_data"],
+                sparse=sparse, resume=resume, threads=threads, seed=seed,
+            )
+        )  # fmt: skip
+
+    def start(self) -> None:
+        self._run.start()
+
+    def cancel(self) -> None:
+        self._run.cancel()
+
+    def wait(self, timeout_s: float) -> bool:
+        return self._run.wait(timeout_s)
+
+    def progress(self) -> TreeProgress:
+        return cast(TreeProgress, self._run.progress())
+
+    def result(self) -> TreeResult:
+        return cast(TreeResult, _engine_call(self._run.result))
+
+
 def _engine_call(
     call: Callable[[], Any], workload: str | None = None, sent: Encoded | None = None
 ) -> Any:

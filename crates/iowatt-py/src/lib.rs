@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod errors;
 mod power;
 mod trace;
+mod tree;
 mod units;
 mod workload;
 
@@ -15,6 +16,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(units::parse_duration_ns, m)?)?;
     m.add_class::<workload::WorkloadRun>()?;
     m.add_class::<power::PowerRecorder>()?;
+    m.add_class::<tree::TreeRecreate>()?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
     m.add_function(wrap_pyfunction!(trace::hash_names, m)?)?;
     m.add_function(wrap_pyfunction!(trace::read_log, m)?)?;

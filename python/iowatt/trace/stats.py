@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from iowatt.trace.filters import local_days
 from iowatt.units import format_bytes
 
 if TYPE_CHECKING:
@@ -26,8 +25,8 @@ def stats(table: pa.Table, top: int = TOP) -> dict[str, Any]:
     local = time_s + table["zone_s"].to_numpy().astype(np.int64)
     sent = pc.sum(table["bytes"]).as_py() or 0
     per_second = np.bincount(time_s - time_s[0]) if n else np.zeros(0, np.int64)
-    hours = np.bincount((local // 3600) - (local[0] // 3600)) if n else np.zeros(0, np.int64)
-    days = len(np.unique(local_days(table).to_numpy())) if n else 0
+    hours = np.bincount(local // 3600 - local.min() // 3600) if n else np.zeros(0, np.int64)
+    days = int(np.count_nonzero(np.bincount(local // 86400 - local.min() // 86400))) if n else 0
     hour_of_day = np.bincount((local // 3600) % 24, minlength=24) if n else np.zeros(24)
 
     def mix(column: str) -> dict[str, int]:
