@@ -507,3 +507,29 @@ def test_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert os.listdir(tmp_path) == []
+
+
+def test_a_snapshot_made_by_iowatt_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real thing: `iowatt tree snapshot` of a directory, then a log of its hashed files."""
+    src = tmp_path / "www"
+    (src / "img").mkdir(parents=True)
+    for name, size in {"index.html": 2048, "img/logo.png": 333, "about.html": 999}.items():
+        (src / name).write_bytes(b"x" * size)
+    (src / "img" / "alias.png").symlink_to("logo.png")
+    key = tmp_path / "tree.key"
+    key.write_bytes(bytes(range(32)))
+    manifest = tmp_path / "www.parquet"
+    r = iowatt(capsys, "tree", "snapshot", src, "--key-file", key, "-o", manifest,
+               "--keep-extensions", "-q")  # fmt: skip
+    assert r.code == 0, r.err
+    rows = pq.read_table(manifest).to_pylist()
+    sizes = {"/" + row["path"]: row["size"] for row in rows if row["type"] == "file"}
+    assert len(sizes) == 3
+    out, s = run(tmp_path, duration="1h", requests=2_000, tree=str(manifest), not_modified=0)
+    served = {
+        m["path"]: m["size"]
+        for m in read(out).lines
+        if m["status"] == "200" and m["method"] == "GET" and m["path"] != "/slow"
+    }
+    assert served == {path: str(size) for path, size in sizes.items()}
+    assert s["site"] == {"source": "manifest", "files": 3, "bytes": 2048 + 333 + 999}

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from iowatt.errors import ConfigError
+from iowatt.tree.manifest import FORMAT as TREE_FORMAT
+from iowatt.tree.manifest import META_KEY
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-TREE_FORMAT = "iowatt-tree/1"
 TREE_HINT = (
     "give a directory, or a tree manifest written by `iowatt tree snapshot` "
     "(Parquet with columns path, type, size)"
@@ -146,7 +147,7 @@ def _manifest(path: Path) -> tuple[list[str], npt.NDArray[np.int64]]:
         raise ConfigError(
             f"--tree `{path}` is neither a directory nor Parquet", TREE_HINT
         ) from None
-    meta = (schema.metadata or {}).get(b"iowatt")
+    meta = (schema.metadata or {}).get(META_KEY)
     try:
         fmt = json.loads(meta).get("format") if meta else None
     except (ValueError, AttributeError):
