@@ -2,7 +2,7 @@
 //! hashing.
 
 use iowatt_trace::keys::{hash_name, Keys};
-use iowatt_trace::{read_log as read, LogFormat};
+use iowatt_trace::{read_log as read, LogFormat, Requests};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -75,7 +75,8 @@ macro_rules! to_le {
 to_le!(i64, i32, u64, u16);
 
 /// A whole access log, parsed without the GIL: counts, the first bad lines, and the requests
-/// in time order as little-endian column buffers (Arrow's layout: strings as offsets + data).
+/// in time order, in blocks of little-endian column buffers (Arrow's layout: strings as
+/// offsets + data), each block a record batch on the Python side.
 #[pyfunction]
 pub fn read_log<'py>(py: Python<'py>, path: &str, format: &str) -> PyResult<Bound<'py, PyDict>> {
     let format = LogFormat::parse(format).map_err(|e| {
@@ -95,12 +96,22 @@ pub fn read_log<'py>(py: Python<'py>, path: &str, format: &str) -> PyResult<Boun
                 None,
             )
         })?;
-    let r = &parsed.requests;
     let d = PyDict::new(py);
     d.set_item("lines", parsed.lines)?;
     d.set_item("bad", parsed.bad)?;
     d.set_item("bad_lines", parsed.bad_lines.clone())?;
     d.set_item("out_of_order", parsed.out_of_order)?;
+    let blocks = parsed
+        .blocks
+        .iter()
+        .map(|r| block_dict(py, r))
+        .collect::<PyResult<Vec<_>>>()?;
+    d.set_item("blocks", blocks)?;
+    Ok(d)
+}
+
+fn block_dict<'py>(py: Python<'py>, r: &Requests) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
     d.set_item("count", r.len())?;
     d.set_item("time", column_bytes(py, &r.time)?)?;
     d.set_item("zone", column_bytes(py, &r.zone)?)?;

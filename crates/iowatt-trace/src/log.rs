@@ -102,6 +102,37 @@ impl Requests {
         self.time.is_empty()
     }
 
+    /// The blocks' columns joined, each copied once.
+    pub fn join(blocks: &[Requests]) -> Requests {
+        let mut out = Requests::default();
+        out.reserve(blocks);
+        for block in blocks {
+            out.append(block);
+        }
+        out
+    }
+
+    fn reserve(&mut self, parts: &[Requests]) {
+        let rows: usize = parts.iter().map(Requests::len).sum();
+        self.time.reserve_exact(rows);
+        self.zone.reserve_exact(rows);
+        self.line.reserve_exact(rows);
+        self.status.reserve_exact(rows);
+        self.bytes.reserve_exact(rows);
+        for (mine, of) in [
+            (
+                &mut self.host,
+                (|r: &Requests| &r.host) as fn(&Requests) -> &Strings,
+            ),
+            (&mut self.method, |r| &r.method),
+            (&mut self.target, |r| &r.target),
+        ] {
+            mine.offsets.reserve_exact(rows);
+            mine.data
+                .reserve_exact(parts.iter().map(|r| of(r).data.len()).sum());
+        }
+    }
+
     fn append(&mut self, other: &Requests) {
         self.time.extend_from_slice(&other.time);
         self.zone.extend_from_slice(&other.zone);
@@ -130,13 +161,22 @@ impl Requests {
 
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Parsed {
-    pub requests: Requests,
+    /// The requests in time order, in the blocks they were parsed in (so they reach Python
+    /// without being joined first); [`Parsed::requests`] joins them.
+    pub blocks: Vec<Requests>,
     pub lines: u64,
     pub bad: u64,
     /// (line, reason) of the first [`KEPT_BAD_LINES`] bad lines.
     pub bad_lines: Vec<(u64, String)>,
     /// Lines whose time is earlier than a line before them.
     pub out_of_order: u64,
+}
+
+impl Parsed {
+    /// All the requests, as one set of columns.
+    pub fn requests(&self) -> Requests {
+        Requests::join(&self.blocks)
+    }
 }
 
 /// Reads the log at `path` (gzip recognised by its magic bytes) with `threads` parsers.
@@ -205,14 +245,17 @@ fn parse_in_blocks<R: Read>(
         parsed
             .bad_lines
             .extend(block.bad_lines.into_iter().take(room));
-        parsed.requests.append(&block.requests);
+        parsed
+            .blocks
+            .extend(block.blocks.into_iter().filter(|b| !b.is_empty()));
     }
-    parsed.out_of_order = count_out_of_order(&parsed.requests.time);
+    parsed.out_of_order = count_out_of_order(parsed.blocks.iter().flat_map(|b| &b.time));
     if parsed.out_of_order > 0 {
         // Stable: requests of one second keep their log order, which replay's spread relies on.
-        let mut order: Vec<usize> = (0..parsed.requests.len()).collect();
-        order.sort_by_key(|&i| parsed.requests.time[i]);
-        parsed.requests = parsed.requests.gather(&order);
+        let joined = parsed.requests();
+        let mut order: Vec<usize> = (0..joined.len()).collect();
+        order.sort_by_key(|&i| joined.time[i]);
+        parsed.blocks = vec![joined.gather(&order)];
     }
     Ok(parsed)
 }
@@ -259,7 +302,7 @@ fn split_blocks<R: Read>(
 /// The lines of one block, numbered from `first_line`, in log order.
 fn parse_block(text: &[u8], first_line: u64, format: &LogFormat) -> Parsed {
     let mut parsed = Parsed::default();
-    let r = &mut parsed.requests;
+    let mut r = Requests::default();
     // Room for every line up front: growing columns line by line copies them again and again.
     let lines = memchr::memchr_iter(b'\n', text).count() + 1;
     r.time.reserve(lines);
@@ -310,10 +353,11 @@ fn parse_block(text: &[u8], first_line: u64, format: &LogFormat) -> Parsed {
             }
         }
     }
+    parsed.blocks.push(r);
     parsed
 }
 
-fn count_out_of_order(time: &[i64]) -> u64 {
+fn count_out_of_order<'a>(time: impl Iterator<Item = &'a i64>) -> u64 {
     let mut latest = i64::MIN;
     let mut count = 0;
     for &t in time {
@@ -339,16 +383,40 @@ mod tests {
         c - - [01/Jan/2024:00:00:03 +0000] \"GET /3 HTTP/1.1\" 404 -";
 
     #[test]
+    fn an_ordered_log_stays_in_its_blocks_and_joins_in_order() {
+        let format = LogFormat::parse("common").unwrap();
+        let text: String = (0..50)
+            .map(|i| {
+                format!("h - - [01/Jan/2024:00:00:{i:02} +0000] \"GET /{i} HTTP/1.1\" 200 {i}\n")
+            })
+            .collect();
+        let p = parse_in_blocks(text.as_bytes(), &format, 2, 256).unwrap();
+        assert!(p.blocks.len() > 1);
+        assert_eq!(p.requests().bytes, (0..50).collect::<Vec<i64>>());
+        assert_eq!(p.requests().line, (1..=50).collect::<Vec<u64>>());
+    }
+
+    #[test]
     fn any_block_size_and_thread_count_give_the_same_result() {
         let format = LogFormat::parse("common").unwrap();
         let whole = parse_in_blocks(LOG.as_bytes(), &format, 1, 1 << 20).unwrap();
         assert_eq!((whole.lines, whole.bad, whole.out_of_order), (5, 1, 1));
-        assert_eq!(whole.requests.line, [4, 1, 5]);
+        assert_eq!(whole.requests().line, [4, 1, 5]);
         // Blocks shorter than a line, of one line, and cutting lines anywhere.
         for block in [1, 7, 40, 64, 65, 100] {
             for threads in [1, 2, 3] {
                 let p = parse_in_blocks(LOG.as_bytes(), &format, threads, block).unwrap();
-                assert_eq!(p, whole, "block {block}, {threads} threads");
+                let counts = |p: &Parsed| (p.lines, p.bad, p.bad_lines.clone(), p.out_of_order);
+                assert_eq!(
+                    counts(&p),
+                    counts(&whole),
+                    "block {block}, {threads} threads"
+                );
+                assert_eq!(
+                    p.requests(),
+                    whole.requests(),
+                    "block {block}, {threads} threads"
+                );
             }
         }
     }

@@ -52,7 +52,6 @@ def read_log(path: str | os.PathLike[str], fmt: str = "combined") -> Log:
     """Reads the log at ``path`` (plain or gzip) in the format ``fmt``; a ConfigError naming the
     file if it cannot be read, is empty or has no line in that format."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     p = Path(path)
     if p.is_dir():
@@ -72,9 +71,44 @@ def read_log(path: str | os.PathLike[str], fmt: str = "combined") -> Log:
         if e.kind == "format":
             raise ConfigError(f"--format `{fmt}`: {e.message}", FORMAT_HINT) from None
         raise
-    n = raw["count"]
-    if n == 0:
+    if not raw["blocks"]:
         _no_requests(p, fmt, raw)
+    table = pa.Table.from_batches([_batch(block) for block in raw["blocks"]], schema=schema())
+    return Log(
+        path=p,
+        format=fmt,
+        table=table,
+        lines=raw["lines"],
+        bad=raw["bad"],
+        out_of_order=raw["out_of_order"],
+        bad_lines=[(int(n), str(why)) for n, why in raw["bad_lines"]],
+    )
+
+
+def schema() -> pa.Schema:
+    """The columns of a log's table (see the module docstring)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("time_s", pa.int64()),
+            ("zone_s", pa.int32()),
+            ("line", pa.uint64()),
+            ("host", pa.large_string()),
+            ("method", pa.large_string()),
+            ("target", pa.large_string()),
+            ("status", pa.uint16()),
+            ("bytes", pa.int64()),
+        ]
+    )
+
+
+def _batch(block: dict[str, Any]) -> pa.RecordBatch:
+    """One block of the parser's columns, as Arrow arrays over its buffers (no copy)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = block["count"]
 
     def column(kind: pa.DataType, data: bytes) -> pa.Array:
         return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)])
@@ -85,28 +119,20 @@ def read_log(path: str | os.PathLike[str], fmt: str = "combined") -> Log:
             pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )
 
-    sent = column(pa.int64(), raw["bytes"])
-    table = pa.table(
-        {
-            "time_s": column(pa.int64(), raw["time"]),
-            "zone_s": column(pa.int32(), raw["zone"]),
-            "line": column(pa.uint64(), raw["line"]),
-            "host": strings(raw["host"]),
-            "method": strings(raw["method"]),
-            "target": strings(raw["target"]),
-            "status": column(pa.uint16(), raw["status"]),
+    sent = column(pa.int64(), block["bytes"])
+    return pa.record_batch(
+        [
+            column(pa.int64(), block["time"]),
+            column(pa.int32(), block["zone"]),
+            column(pa.uint64(), block["line"]),
+            strings(block["host"]),
+            strings(block["method"]),
+            strings(block["target"]),
+            column(pa.uint16(), block["status"]),
             # -1 is the parser's `-`: null, so sums and means skip it.
-            "bytes": pc.if_else(pc.less(sent, 0), None, sent),
-        }
-    )
-    return Log(
-        path=p,
-        format=fmt,
-        table=table,
-        lines=raw["lines"],
-        bad=raw["bad"],
-        out_of_order=raw["out_of_order"],
-        bad_lines=[(int(n), str(why)) for n, why in raw["bad_lines"]],
+            pc.if_else(pc.less(sent, 0), None, sent),
+        ],
+        schema=schema(),
     )
 
 
