@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import os
 import signal
 import sys
 import traceback
@@ -91,6 +92,9 @@ class _NoPandas(importlib.abc.MetaPathFinder):
 def entry() -> None:
     """The ``iowatt`` console script (a notebook importing iowatt keeps pandas)."""
     sys.meta_path.insert(0, _NoPandas())
+    # numpy's OpenBLAS starts a spinning thread per core that iowatt never gives work (no
+    # linear algebra) and that takes CPU from the engines' own threads.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     main()
 
 
