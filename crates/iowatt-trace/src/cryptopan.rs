@@ -67,7 +67,9 @@ impl CryptoPan {
         let flips = blocks[..bits]
             .iter()
             .enumerate()
-            .fold(0u128, |acc, (pos, b)| acc | u128::from(b[0] >> 7) << (127 - pos));
+            .fold(0u128, |acc, (pos, b)| {
+                acc | u128::from(b[0] >> 7) << (127 - pos)
+            });
         addr ^ flips
     }
 }

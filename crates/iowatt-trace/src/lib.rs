@@ -3,6 +3,7 @@
 //! fields of one line in that format; the keys that hash names and addresses, so a log and a
 //! file tree can be shared without them.
 
+pub mod anonymize;
 pub mod cryptopan;
 pub mod format;
 pub mod keys;
@@ -10,6 +11,7 @@ pub mod line;
 pub mod log;
 pub mod time;
 
+pub use anonymize::{Anonymizer, LogAnonymizer};
 pub use cryptopan::CryptoPan;
 pub use format::{Directive, LogFormat, Token};
 pub use keys::{hash_name, hash_path, Keys};
