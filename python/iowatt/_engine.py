@@ -59,6 +59,39 @@ def hash_names(key: bytes, names: list[bytes], keep_extensions: bool) -> list[st
     return _core.hash_names(key, names, keep_extensions)
 
 
+# Output handed over per call when anonymising a log: big enough to amortise the call, small
+# enough that Ctrl-C is seen at once.
+ANONYMIZE_CHUNK_BYTES = 4 << 20
+
+
+def anonymize_log(
+    path: str,
+    log_format: str,
+    names_key: bytes,
+    addresses_key: bytes,
+    keep_extensions: bool,
+    hash_agents: bool,
+    write: Callable[[bytes], object],
+) -> dict[str, Any]:
+    """Anonymises the log at ``path`` chunk by chunk into ``write``; the counts of lines read,
+    written, blank and bad (with the first bad ones), addresses and host names."""
+    try:
+        anonymizer = _core.LogAnonymizer(
+            path, log_format, names_key, addresses_key, keep_extensions, hash_agents
+        )
+    except ConfigError as e:
+        if e.kind != "format":
+            raise
+        raise ConfigError(
+            f"--format `{log_format}`: {e.message}",
+            "give common, combined, vhost_combined or an Apache LogFormat string such as "
+            '`%h %l %u %t "%r" %>s %b`',
+        ) from None
+    while (chunk := anonymizer.read(ANONYMIZE_CHUNK_BYTES)) is not None:
+        write(chunk)
+    return anonymizer.stats()
+
+
 class Progress(TypedDict):
     phase: str  # "preparing" | "ramp" | "measuring" | "done"
     prepared_bytes: int

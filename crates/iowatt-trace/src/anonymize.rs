@@ -300,7 +300,7 @@ impl LogAnonymizer {
     /// Appends anonymised lines to `out` until it holds at least `min_bytes` or the log ends;
     /// false once the log has ended.
     pub fn next_chunk(&mut self, out: &mut Vec<u8>, min_bytes: usize) -> io::Result<bool> {
-        while out.len() < min_bytes {
+        while out.len() < min_bytes.max(1) {
             self.buf.clear();
             if self.input.read_until(b'\n', &mut self.buf)? == 0 {
                 return Ok(false);

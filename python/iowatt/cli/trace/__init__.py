@@ -7,7 +7,7 @@ import click
 
 from iowatt.cli import LazyGroup
 
-SUBVERBS: dict[str, str] = {}
+SUBVERBS: dict[str, str] = {"anonymize": "anonymize:anonymize"}
 
 
 @click.group(cls=LazyGroup, verbs=SUBVERBS, package=__name__)
