@@ -76,6 +76,8 @@ enum Role {
 pub struct Anonymizer {
     format: LogFormat,
     roles: Vec<Role>,
+    /// Bytes of the literal that ends the format (a closing quote), if it ends with one.
+    closing: usize,
     hasher: Hasher,
     hash_agents: bool,
     spans: Vec<Range<usize>>,
@@ -98,9 +100,14 @@ impl Anonymizer {
             fields.count(),
             "one role per field of the format"
         );
+        let closing = match format.tokens.last() {
+            Some(Token::Literal(text)) => text.len(),
+            _ => 0,
+        };
         Ok(Self {
             format,
             roles,
+            closing,
             hasher: Hasher::new(
                 config.names_key,
                 &config.addresses_key,
@@ -141,7 +148,13 @@ impl Anonymizer {
             out.extend_from_slice(value.as_bytes());
             at = span.end;
         }
-        out.extend_from_slice(&line.as_bytes()[at..]);
+        // The format's closing literal (`"` of the agent) is the line's as the format says;
+        // what follows it is fields the format does not name.
+        let end = spans.last().map_or(0, |s| s.end) + self.closing;
+        out.extend_from_slice(&line.as_bytes()[at..end]);
+        value.clear();
+        self.extra(&line[end..], &mut value);
+        out.extend_from_slice(value.as_bytes());
         (self.spans, self.value) = (spans, value);
         Ok(())
     }
@@ -186,6 +199,46 @@ impl Anonymizer {
             Role::File => self.hasher.file(raw, out),
             Role::Referer | Role::Agent | Role::Secret => {
                 self.hasher.secret(FIELD, raw.as_bytes(), out);
+            }
+        }
+    }
+
+    /// Text after the format's last field (servers add fields; logstalgia's sample has a
+    /// fourth quoted one): space-separated or quoted values kept where they are `-` or a number,
+    /// hashed otherwise, since nothing says what they hold.
+    fn extra(&mut self, rest: &str, out: &mut String) {
+        let b = rest.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b' ' {
+                out.push(' ');
+                i += 1;
+                continue;
+            }
+            let quoted = b[i] == b'"';
+            let start = i + usize::from(quoted);
+            let mut j = start;
+            while j < b.len() && b[j] != if quoted { b'"' } else { b' ' } {
+                j += if quoted && b[j] == b'\\' { 2 } else { 1 };
+            }
+            let end = j.min(b.len());
+            let value = &rest[start..end];
+            if quoted {
+                out.push('"');
+            }
+            if value.is_empty()
+                || value == "-"
+                || value.bytes().all(|c| c.is_ascii_digit() || c == b'.')
+            {
+                out.push_str(value);
+            } else {
+                self.hasher.secret(FIELD, value.as_bytes(), out);
+            }
+            if quoted && end < b.len() {
+                out.push('"');
+                i = end + 1;
+            } else {
+                i = end;
             }
         }
     }

@@ -307,3 +307,26 @@ fn arbitrary_lines_give_a_line_or_an_error_never_a_panic() {
         let _ = a.line(&line, &mut out);
     }
 }
+
+#[test]
+fn fields_after_the_formats_last_are_kept_only_when_dashes_or_numbers() {
+    let line = r#"192.0.2.7 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 1 "-" "-" "-" 1234 "sid=\"42\"" tail"#;
+    let out = anonymize(line);
+    let expected = format!(
+        r#"{} - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 1 "-" "-" "-" 1234 "{}" {}"#,
+        v4("192.0.2.7"),
+        salted("field\0", r#"sid=\"42\""#),
+        salted("field\0", "tail"),
+    );
+    assert_eq!(out, expected);
+    // A combined log read as common: the referer and agent are extra fields, hashed.
+    let combined = r#"192.0.2.7 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 1 "http://example.com/private" "-""#;
+    let out = anonymize_with(&config("common"), combined);
+    assert!(
+        !out.contains("private") && out.ends_with(r#" "-""#),
+        "{out}"
+    );
+    // An unclosed quote at the end stays unclosed, and hashed.
+    let out = anonymize(&format!("{line} \"open"));
+    assert!(out.ends_with(&format!(" \"{}", salted("field\0", "open"))));
+}

@@ -134,7 +134,9 @@ def _to_file(
         with os.fdopen(fd, "wb") as raw:
             if output.name.endswith(".gz"):
                 # No name and no time in the header: one key and one log give the same bytes.
-                with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
+                with gzip.GzipFile(
+                    filename="", fileobj=raw, mode="wb", compresslevel=6, mtime=0
+                ) as gz:
                     stats = _run(log, keys, gz.write, log_format, keep_extensions, hash_agents)
             else:
                 stats = _run(log, keys, raw.write, log_format, keep_extensions, hash_agents)

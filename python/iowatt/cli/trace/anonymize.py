@@ -68,8 +68,9 @@ def anonymize(
     if result.bad:
         shown = ", ".join(f"{n} ({reason})" for n, reason in result.bad_lines[:SHOWN_BAD_LINES])
         more = ", …" if result.bad > SHOWN_BAD_LINES else ""
+        lines = "line" if result.bad == 1 else "lines"
         click.echo(
-            f"warning: {result.bad:,} lines did not parse as `{log_format}` and were left out "
-            f"(they could hold anything): lines {shown}{more}",
+            f"warning: {result.bad:,} {lines} did not parse as `{log_format}` and were left out "
+            f"(they could hold anything): {lines} {shown}{more}",
             err=True,
         )
