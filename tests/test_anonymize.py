@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from iowatt.keys import load_keys
 from support.cli import assert_user_error, iowatt
@@ -231,3 +233,24 @@ def test_an_output_in_a_missing_directory_or_over_the_log_is_refused(capsys, tmp
     r = iowatt(capsys, "trace", "anonymize", traps, "--key-file", key, "-o", traps)
     assert_user_error(r, "is the log itself")
     assert traps.read_bytes() == before
+
+
+LINE_PIECES = [
+    "192.0.2.7", "::1", "host.example", " ", "-", T, '"', '\\"', "GET ", "/a", "%2", "%zz",
+    "?q", "#f", "http://x", "@", ":", "*", "200", "\\x", "é", "\t",
+]  # fmt: skip
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(LINE_PIECES), max_size=14).map("".join), max_size=6))
+def test_any_log_gives_a_log_or_one_error_line(capsys, tmp_path, key, lines):
+    log = tmp_path / "fuzz.log"
+    log.write_text("\n".join(lines))
+    out = tmp_path / "fuzz.anon"
+    r = iowatt(capsys, "trace", "anonymize", log, "--key-file", key, "-o", out)
+    if r.code:
+        assert_user_error(r)
+        assert not out.exists()
+    else:
+        assert len(out.read_text().splitlines()) <= len(lines)
+        out.unlink()

@@ -177,16 +177,9 @@ impl Anonymizer {
                     self.host(host, out);
                 }
             }
-            Role::Request => match self.targets.get(raw) {
-                Some(done) => out.push_str(done),
-                None => {
-                    let start = out.len();
-                    self.hasher.target(raw, out);
-                    remember(&mut self.targets, raw, &out[start..]);
-                }
-            },
+            Role::Request => self.target(raw, out),
             Role::Referer if values::absolute(raw).is_some() || raw.starts_with('/') => {
-                self.hasher.target(raw, out);
+                self.target(raw, out);
             }
             Role::Path => self.hasher.path(raw, out),
             Role::Query => {
@@ -239,6 +232,17 @@ impl Anonymizer {
                 i = end + 1;
             } else {
                 i = end;
+            }
+        }
+    }
+
+    fn target(&mut self, raw: &str, out: &mut String) {
+        match self.targets.get(raw) {
+            Some(done) => out.push_str(done),
+            None => {
+                let start = out.len();
+                self.hasher.target(raw, out);
+                remember(&mut self.targets, raw, &out[start..]);
             }
         }
     }
