@@ -22,7 +22,7 @@ SHOWN_BAD_LINES = 5
 @click.option("-o", "--output", metavar="OUT",
               help="Where to write (`.gz`: compressed; `-`: stdout)  "
               "[default: LOG's name + .anon, in the current directory]")  # fmt: skip
-@click.option("--format", "log_format", default="combined", show_default=True,
+@click.option("--format", "log_format", metavar="FMT", default="combined", show_default=True,
               help="common, combined, vhost_combined or an Apache LogFormat string.")  # fmt: skip
 @click.option("--keep-extensions", is_flag=True,
               help="Keep short file extensions after hashed names (`….pdf`), as tree snapshot "
