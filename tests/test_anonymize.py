@@ -254,3 +254,13 @@ def test_any_log_gives_a_log_or_one_error_line(capsys, tmp_path, key, lines):
     else:
         assert len(out.read_text().splitlines()) <= len(lines)
         out.unlink()
+
+
+def test_a_truncated_gzip_log_is_an_error_and_writes_nothing(capsys, tmp_path, key, traps):
+    log = tmp_path / "access.log.gz"
+    log.write_bytes(gzip.compress(traps.read_bytes() * 50)[:-300])
+    out = tmp_path / "shared.log.gz"
+    r = iowatt(capsys, "trace", "anonymize", log, "--key-file", key, "-o", out)
+    assert_user_error(r, str(log), "stops being readable")
+    assert "gzip -t" in r.err
+    assert not out.exists() and [p.name for p in tmp_path.glob(".*")] == []

@@ -10,8 +10,11 @@ with the hints that name iowatt's options added here rather than in the bindings
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict, cast
 
@@ -87,8 +90,32 @@ def anonymize_log(
             "give common, combined, vhost_combined or an Apache LogFormat string such as "
             '`%h %l %u %t "%r" %>s %b`',
         ) from None
-    while (chunk := anonymizer.read(ANONYMIZE_CHUNK_BYTES)) is not None:
-        write(chunk)
+    # Two chunks in flight: the core rewrites the next one while this thread writes (and
+    # compresses) the last; both release the GIL, so a gzip output takes two cores.
+    chunks: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=2)
+    done = threading.Event()
+
+    def produce() -> None:
+        item: bytes | BaseException | None = None
+        try:
+            while not done.is_set() and (chunk := anonymizer.read(ANONYMIZE_CHUNK_BYTES)):
+                chunks.put(chunk)
+        except BaseException as e:  # raised again in the writing thread
+            item = e
+        chunks.put(item)
+
+    producer = threading.Thread(target=produce, name="iowatt-anonymize", daemon=True)
+    producer.start()
+    try:
+        while (item := chunks.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            write(item)
+    finally:
+        done.set()
+        while producer.is_alive():  # it may wait to put a chunk nobody will write
+            with contextlib.suppress(queue.Empty):
+                chunks.get(timeout=POLL_S)
     return anonymizer.stats()
 
 

@@ -13,6 +13,7 @@ use crate::errors::raise;
 #[pyclass(module = "iowatt._core", frozen)]
 pub struct LogAnonymizer {
     reader: Mutex<Reader>,
+    path: PathBuf,
 }
 
 fn key32(py: Python<'_>, key: &[u8]) -> PyResult<[u8; 32]> {
@@ -58,6 +59,7 @@ impl LogAnonymizer {
         let reader = Reader::open(&path, anonymizer).map_err(|e| io_error(py, &path, &e))?;
         Ok(Self {
             reader: Mutex::new(reader),
+            path,
         })
     }
 
@@ -80,7 +82,10 @@ impl LogAnonymizer {
             return Err(raise(
                 py,
                 "TraceFormatError",
-                format!("the log stops being readable: {e}"),
+                format!(
+                    "the log `{}` stops being readable: {e}",
+                    self.path.display()
+                ),
                 Some("a gzip log may be truncated; check it with `gzip -t`"),
             ));
         }
