@@ -330,3 +330,54 @@ fn fields_after_the_formats_last_are_kept_only_when_dashes_or_numbers() {
     let out = anonymize(&format!("{line} \"open"));
     assert!(out.ends_with(&format!(" \"{}", salted("field\0", "open"))));
 }
+
+#[test]
+fn every_format_the_parser_takes_has_a_role_for_each_field() {
+    let pieces = [
+        "%h",
+        "%a",
+        "%{c}a",
+        "%l",
+        "%u",
+        "%t",
+        "%{%d/%b}t",
+        "\"%r\"",
+        "%>s",
+        "%<s",
+        "%b",
+        "%O",
+        "%{Referer}i",
+        "%400,501{User-Agent}i",
+        "%!200{Cookie}C",
+        "%%",
+        "%U",
+        "%q",
+        "%f",
+        "%D",
+        "%{X-Forwarded-For}i",
+        "%v",
+        ":",
+        " ",
+        "\"",
+        "[",
+        "é",
+        "{",
+        "}",
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut taken = 0;
+    for _ in 0..20_000 {
+        let mut format = String::from("%t \"%r\" ");
+        for _ in 0..(state % 9) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            format.push_str(pieces[(state % pieces.len() as u64) as usize]);
+        }
+        if iowatt_trace::LogFormat::parse(&format).is_ok() {
+            taken += 1;
+            assert!(Anonymizer::new(&config(&format)).is_ok(), "{format}");
+        }
+    }
+    assert!(taken > 1000, "{taken}");
+}
