@@ -5,6 +5,7 @@ __all__ = [
     "PERSONALITIES",
     "LogAnonymizer",
     "PowerRecorder",
+    "TreeRecreate",
     "WorkloadRun",
     "__version__",
     "derive_keys",
@@ -12,6 +13,7 @@ __all__ = [
     "ipmitool_command",
     "parse_duration_ns",
     "parse_size",
+    "read_log",
 ]
 
 __version__: str
@@ -22,6 +24,7 @@ def parse_duration_ns(text: str) -> int: ...
 def ipmitool_command(source_json: str) -> dict[str, Any]: ...
 def derive_keys(secret: bytes) -> tuple[bytes, bytes, str]: ...
 def hash_names(key: bytes, names: list[bytes], keep_extensions: bool) -> list[str]: ...
+def read_log(path: str, format: str) -> dict[str, Any]: ...
 
 @final
 class WorkloadRun:
@@ -58,3 +61,31 @@ class LogAnonymizer:
     ) -> LogAnonymizer: ...
     def read(self, min_bytes: int) -> bytes | None: ...
     def stats(self) -> dict[str, Any]: ...
+
+@final
+class TreeRecreate:
+    def __new__(
+        cls,
+        dest: str,
+        n: int,
+        path_offsets: bytes,
+        path_data: bytes,
+        kind: bytes,
+        size: bytes,
+        mode: bytes,
+        mtime_ns: bytes,
+        atime_ns: bytes,
+        target_offsets: bytes,
+        target_data: bytes,
+        *,
+        sparse: bool,
+        resume: bool,
+        threads: int,
+        seed: int,
+    ) -> TreeRecreate: ...
+    def total_bytes(self) -> int: ...
+    def start(self) -> None: ...
+    def cancel(self) -> None: ...
+    def wait(self, timeout_s: float) -> bool: ...
+    def progress(self) -> dict[str, Any]: ...
+    def result(self) -> dict[str, Any]: ...

@@ -77,19 +77,11 @@ def anonymize_log(
     write: Callable[[bytes], object],
 ) -> dict[str, Any]:
     """Anonymises the log at ``path`` chunk by chunk into ``write``; the counts of lines read,
-    written, blank and bad (with the first bad ones), addresses and host names."""
-    try:
-        anonymizer = _core.LogAnonymizer(
-            path, log_format, names_key, addresses_key, keep_extensions, hash_agents
-        )
-    except ConfigError as e:
-        if e.kind != "format":
-            raise
-        raise ConfigError(
-            f"--format `{log_format}`: {e.message}",
-            "give common, combined, vhost_combined or an Apache LogFormat string such as "
-            '`%h %l %u %t "%r" %>s %b`',
-        ) from None
+    written, blank and bad (with the first bad ones), addresses and host names. A format that
+    does not parse is a ConfigError of kind ``format``."""
+    anonymizer = _core.LogAnonymizer(
+        path, log_format, names_key, addresses_key, keep_extensions, hash_agents
+    )
     # Two chunks in flight: the core rewrites the next one while this thread writes (and
     # compresses) the last; both release the GIL, so a gzip output takes two cores.
     chunks: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=2)
@@ -117,6 +109,11 @@ def anonymize_log(
             with contextlib.suppress(queue.Empty):
                 chunks.get(timeout=POLL_S)
     return anonymizer.stats()
+
+
+def read_log(path: str, fmt: str) -> dict[str, Any]:
+    """An access log parsed into column buffers (see :mod:`iowatt.trace.log`)."""
+    return _core.read_log(path, fmt)
 
 
 class Progress(TypedDict):
@@ -187,8 +184,26 @@ class Handle(Protocol):
     def wait(self, timeout_s: float) -> bool: ...
 
 
-class WorkloadRun:
+class _EngineJob:
+    """An engine's job thread (``iowatt_metrics::Job`` behind the binding): the :class:`Handle`
+    methods, passed through."""
+
+    _run: _core.WorkloadRun | _core.TreeRecreate
+
+    def start(self) -> None:
+        self._run.start()
+
+    def cancel(self) -> None:
+        self._run.cancel()
+
+    def wait(self, timeout_s: float) -> bool:
+        return self._run.wait(timeout_s)
+
+
+class WorkloadRun(_EngineJob):
     """One workload on the engine: build it, :func:`drive` it, then read its result."""
+
+    _run: _core.WorkloadRun
 
     def __init__(self, run: _core.WorkloadRun, name: str = "") -> None:
         self._run = run
@@ -212,15 +227,6 @@ class WorkloadRun:
     def model_dict(self) -> dict[str, Any]:
         """The model the engine runs (recorded in the manifest)."""
         return cast(dict[str, Any], json.loads(self._run.model_json()))
-
-    def start(self) -> None:
-        self._run.start()
-
-    def cancel(self) -> None:
-        self._run.cancel()
-
-    def wait(self, timeout_s: float) -> bool:
-        return self._run.wait(timeout_s)
 
     def progress(self) -> Progress:
         return cast(Progress, self._run.progress())
@@ -295,6 +301,63 @@ class PowerSampler:
 
     def stats(self) -> list[dict[str, Any]]:
         return self._rec.stats()
+
+
+class TreeProgress(TypedDict):
+    phase: str  # "idle" | "creating" | "finishing" (directories' modes and times) | "done"
+    entries: int  # made, or found complete by --resume
+    total: int
+    files: int
+    dirs: int
+    links: int
+    bytes: int
+    total_bytes: int
+    skipped: int
+
+
+class TreeResult(TypedDict):
+    status: str  # "complete" | "cancelled"
+    entries: int
+    files: int
+    dirs: int
+    links: int
+    bytes: int
+    skipped: int
+    elapsed_ns: int
+
+
+class TreeRecreate(_EngineJob):
+    """A tree recreation (``crates/iowatt-tree``): the manifest's columns as Arrow buffers
+    (see ``iowatt.tree.recreate.buffers``), checked when built (a ConfigError names the row),
+    then :func:`drive` it and read its result."""
+
+    _run: _core.TreeRecreate
+
+    def __init__(
+        self,
+        dest: str,
+        n: int,
+        buffers: Mapping[str, bytes],
+        *,
+        sparse: bool,
+        resume: bool,
+        threads: int,
+        seed: int,
+    ) -> None:
+        b = buffers
+        self._run = _engine_call(
+            lambda: _core.TreeRecreate(
+                dest, n, b["path_offsets"], b["path_data"], b["kind"], b["size"], b["mode"],
+                b["mtime_ns"], b["atime_ns"], b["target_offsets"], b["target_data"],
+                sparse=sparse, resume=resume, threads=threads, seed=seed,
+            )
+        )  # fmt: skip
+
+    def progress(self) -> TreeProgress:
+        return cast(TreeProgress, self._run.progress())
+
+    def result(self) -> TreeResult:
+        return cast(TreeResult, _engine_call(self._run.result))
 
 
 def _engine_call(

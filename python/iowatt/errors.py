@@ -55,10 +55,6 @@ class MeterFormatError(IowattError):
     """A meter log or channel map that does not have the shape its options promise."""
 
 
-class TraceFormatError(IowattError):
-    """An access log that cannot be read, is empty, or has no line in the format given."""
-
-
 class ImportFormatError(IowattError):
     """A file given to ``iowatt import`` that is not the tool output it is taken for (or is
     truncated, or from a version whose layout iowatt does not read)."""

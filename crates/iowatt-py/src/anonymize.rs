@@ -24,7 +24,7 @@ fn key32(py: Python<'_>, key: &[u8]) -> PyResult<[u8; 32]> {
 fn io_error(py: Python<'_>, path: &std::path::Path, e: &std::io::Error) -> PyErr {
     raise(
         py,
-        "TraceFormatError",
+        "ConfigError",
         format!("the log `{}` cannot be read: {e}", path.display()),
         Some("check that it is a readable access log, plain or gzip, and complete"),
     )
@@ -81,7 +81,7 @@ impl LogAnonymizer {
         if let Some(e) = error {
             return Err(raise(
                 py,
-                "TraceFormatError",
+                "ConfigError",
                 format!(
                     "the log `{}` stops being readable: {e}",
                     self.path.display()

@@ -6,6 +6,7 @@ mod anonymize;
 mod errors;
 mod power;
 mod trace;
+mod tree;
 mod units;
 mod workload;
 
@@ -17,8 +18,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<workload::WorkloadRun>()?;
     m.add_class::<power::PowerRecorder>()?;
     m.add_class::<anonymize::LogAnonymizer>()?;
+    m.add_class::<tree::TreeRecreate>()?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
     m.add_function(wrap_pyfunction!(trace::hash_names, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::read_log, m)?)?;
     m.add_function(wrap_pyfunction!(power::ipmitool_command, m)?)?;
     m.add(
         "PERSONALITIES",

@@ -5,16 +5,19 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use memchr::{memchr, memchr2};
 use thiserror::Error;
 
 use crate::format::{Directive, LogFormat, Token};
-use crate::time::parse_clf;
+use crate::time::parse_clf_zoned;
 
 /// The fields of one line that replay and the simulators use.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Record<'a> {
     /// Seconds since the epoch, UTC (the line's own zone offset applied).
     pub time: i64,
+    /// The line's zone offset, seconds east of UTC (local time = time + zone).
+    pub zone: i32,
     pub host: Cow<'a, str>,
     pub method: Cow<'a, str>,
     pub target: Cow<'a, str>,
@@ -78,7 +81,7 @@ fn parse<'a>(
     for (i, token) in tokens.iter().enumerate() {
         match token {
             Token::Literal(text) => {
-                if !line[pos..].starts_with(text.as_str()) {
+                if !starts_with(&line.as_bytes()[pos..], text.as_bytes()) {
                     return Err(LineError::Literal {
                         expected: text.clone(),
                         column: pos + 1,
@@ -114,6 +117,11 @@ fn parse<'a>(
     Ok(record)
 }
 
+/// `hay.starts_with(needle)` for the short literals of a format, without a call to memcmp.
+fn starts_with(hay: &[u8], needle: &[u8]) -> bool {
+    hay.len() >= needle.len() && hay.iter().zip(needle).all(|(a, b)| a == b)
+}
+
 fn ends_with_quote(token: &Token) -> bool {
     matches!(token, Token::Literal(text) if text.ends_with('"'))
 }
@@ -131,17 +139,17 @@ fn field<'a>(
         return quoted_field(rest, pos);
     }
     if directive == Directive::Time {
-        let close = rest.find(']').filter(|_| rest.starts_with('['));
+        let close = memchr(b']', rest.as_bytes()).filter(|_| rest.starts_with('['));
         let close = close.ok_or(LineError::Time(pos + 1))?;
         return Ok((Cow::Borrowed(&rest[1..close]), pos + close + 1));
     }
-    let end = match next {
-        Some(Token::Literal(text)) => {
-            let stop = text.chars().next().unwrap_or(' ');
-            rest.find(stop).unwrap_or(rest.len())
-        }
-        _ => rest.find(' ').unwrap_or(rest.len()),
+    // A literal's first byte ends the field (a format's literals are ASCII in practice; a
+    // multi-byte one is matched from its first byte, which never occurs inside a character).
+    let stop = match next {
+        Some(Token::Literal(text)) => text.as_bytes().first().copied().unwrap_or(b' '),
+        _ => b' ',
     };
+    let end = memchr(stop, rest.as_bytes()).unwrap_or(rest.len());
     Ok((Cow::Borrowed(&rest[..end]), pos + end))
 }
 
@@ -150,14 +158,14 @@ fn quoted_field(rest: &str, pos: usize) -> Result<(Cow<'_, str>, usize), LineErr
     let bytes = rest.as_bytes();
     let mut i = 0;
     let mut escaped = false;
-    while i < bytes.len() {
+    while let Some(at) = memchr2(b'\\', b'"', &bytes[i.min(bytes.len())..]) {
+        i += at;
         match bytes[i] {
             b'\\' => {
                 escaped = true;
                 i += 2;
-                continue;
             }
-            b'"' => {
+            _ => {
                 let raw = &rest[..i];
                 let value = if escaped {
                     Cow::Owned(raw.replace("\\\"", "\"").replace("\\\\", "\\"))
@@ -166,7 +174,6 @@ fn quoted_field(rest: &str, pos: usize) -> Result<(Cow<'_, str>, usize), LineErr
                 };
                 return Ok((value, pos + i));
             }
-            _ => i += 1,
         }
     }
     Err(LineError::Unclosed(pos + 1))
@@ -179,7 +186,9 @@ fn store<'a>(
     column: usize,
 ) -> Result<(), LineError> {
     match directive {
-        Directive::Time => record.time = parse_clf(&value).ok_or(LineError::Time(column))?,
+        Directive::Time => {
+            (record.time, record.zone) = parse_clf_zoned(&value).ok_or(LineError::Time(column))?;
+        }
         Directive::Request => request(record, value, column)?,
         Directive::Status => {
             record.status = value
@@ -229,18 +238,22 @@ fn request<'a>(
 
 /// The raw target of a raw request line starting at `pos` (a target never holds a raw space).
 fn target_span(raw: &str, pos: usize) -> Range<usize> {
-    let start = raw.find(' ').map_or(raw.len(), |i| i + 1);
-    let len = raw[start..].find(' ').unwrap_or(raw.len() - start);
+    let bytes = raw.as_bytes();
+    let start = memchr(b' ', bytes).map_or(raw.len(), |i| i + 1);
+    let len = memchr(b' ', &bytes[start..]).unwrap_or(raw.len() - start);
     pos + start..pos + start + len
 }
 
 /// `METHOD target PROTOCOL`, or `METHOD target` (HTTP/0.9).
 fn split_request(text: &str) -> Option<(&str, &str, &str)> {
-    let mut parts = text.split(' ');
-    let method = parts.next().filter(|m| is_method(m))?;
-    let target = parts.next().filter(|t| !t.is_empty())?;
-    let protocol = parts.next().unwrap_or("");
-    parts.next().is_none().then_some((method, target, protocol))
+    let space = memchr(b' ', text.as_bytes())?;
+    let (method, rest) = (&text[..space], &text[space + 1..]);
+    let (target, protocol) = match memchr(b' ', rest.as_bytes()) {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, ""),
+    };
+    let ok = is_method(method) && !target.is_empty() && !protocol.contains(' ');
+    ok.then_some((method, target, protocol))
 }
 
 fn is_method(m: &str) -> bool {

@@ -9,6 +9,11 @@ const MONTHS: [&str; 12] = [
 
 /// Seconds since 1970-01-01 UTC, or None when the text is not a valid CLF time.
 pub fn parse_clf(text: &str) -> Option<i64> {
+    parse_clf_zoned(text).map(|(time, _)| time)
+}
+
+/// Seconds since 1970-01-01 UTC and the line's zone offset in seconds east of UTC.
+pub fn parse_clf_zoned(text: &str) -> Option<(i64, i32)> {
     let b = text.as_bytes();
     if b.len() != 26 || b[2] != b'/' || b[6] != b'/' || b[11] != b':' || b[20] != b' ' {
         return None;
@@ -34,7 +39,8 @@ pub fn parse_clf(text: &str) -> Option<i64> {
     };
     let offset = sign * (number(&b[22..24])? * 3600 + number(&b[24..26])? * 60);
     let days = days_from_civil(year, month, day);
-    Some(days * 86_400 + hour * 3600 + minute * 60 + second - offset)
+    let time = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    Some((time, i32::try_from(offset).ok()?))
 }
 
 fn number(digits: &[u8]) -> Option<i64> {
@@ -53,6 +59,10 @@ mod tests {
         assert_eq!(parse_clf("22/Apr/2009:18:52:51 +1200"), Some(1_240_383_171));
         assert_eq!(parse_clf("22/Apr/2009:06:52:51 +0000"), Some(1_240_383_171));
         assert_eq!(parse_clf("21/Apr/2009:23:22:51 -0730"), Some(1_240_383_171));
+        assert_eq!(
+            parse_clf_zoned("21/Apr/2009:23:22:51 -0730"),
+            Some((1_240_383_171, -27_000))
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
-use crate::rng::Rng;
+use iowatt_metrics::Rng;
 
 const ALIGN: usize = 4096;
 

@@ -1,8 +1,8 @@
 //! Sampling the sizes FileBench draws from its random variables: fileset file sizes and
 //! per-operation I/O sizes.
 
-use crate::rng::Rng;
 use crate::spec::SizeDist;
+use iowatt_metrics::Rng;
 
 impl SizeDist {
     pub fn sample(&self, rng: &mut Rng) -> u64 {

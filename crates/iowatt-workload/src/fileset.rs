@@ -12,8 +12,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::rng::Rng;
 use crate::spec::FilesetSpec;
+use iowatt_metrics::Rng;
 
 /// Where a fileset's directories, files and leaf directories are.
 pub struct Layout {

@@ -21,7 +21,6 @@ mod populate;
 mod prepare;
 mod progress;
 mod recorder;
-mod rng;
 mod run;
 mod spec;
 mod sync;

@@ -2,7 +2,7 @@
 //! working set and rounded down to a multiple of iosize; sequential reads wrap at end of file;
 //! sequential writes grow a file (and wrap only on a block device, which cannot grow).
 
-use crate::rng::Rng;
+use iowatt_metrics::Rng;
 
 pub enum Offsets {
     Random {

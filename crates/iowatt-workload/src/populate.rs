@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use crate::error::WorkloadError;
 use crate::fileset::{FilesetState, Layout};
 use crate::progress::Progress;
-use crate::rng::Rng;
 use crate::spec::{FilesetSpec, Workload};
+use iowatt_metrics::Rng;
 
 const CHUNK: usize = 1 << 20;
 /// FileBench's MAX_PARALLOC_THREADS is 32; beyond a few writers a disk gains nothing.

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use crate::error::WorkloadError;
 use crate::progress::Progress;
-use crate::rng::Rng;
 use crate::spec::{FileSpec, Workload};
+use iowatt_metrics::Rng;
 
 const FILL_CHUNK: usize = 1 << 20;
 

@@ -19,9 +19,9 @@ use crate::populate::populate;
 use crate::prepare::{open_for, prepare};
 use crate::progress::{Phase, Progress};
 use crate::recorder::{FlowopTotals, Recorder};
-use crate::rng::Rng;
 use crate::spec::{Engine, FileSpec, Flowop, OpKind, ThreadSpec, Workload};
 use crate::worker::{thread_cpu_ns, BoundFlowop, Schedule, Worker};
+use iowatt_metrics::Rng;
 
 /// Lead time between opening files and the first operation, so all threads start together.
 const START_LEAD_NS: u64 = 20_000_000;

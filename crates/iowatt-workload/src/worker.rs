@@ -15,7 +15,7 @@ use crate::error::{is_fatal, WorkloadError};
 use crate::offsets::Offsets;
 use crate::progress::Progress;
 use crate::recorder::Recorder;
-use crate::rng::Rng;
+use iowatt_metrics::Rng;
 
 /// One flowop as a thread executes it: its own fd, offsets and buffer size.
 pub struct BoundFlowop {

@@ -16,14 +16,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from iowatt import _engine
-from iowatt.errors import ConfigError, TraceFormatError
+from iowatt.errors import ConfigError
 from iowatt.keys import Keys
 from iowatt.store.writer import check_output
+from iowatt.trace.log import FORMAT_HINT
 
 GZIP_MAGIC = b"\x1f\x8b"
-FORMAT_HINT = (
-    "give its format with --format: common, combined, vhost_combined or a LogFormat string"
-)
 
 
 @dataclass(frozen=True)
@@ -59,18 +57,18 @@ def check_log(log: Path) -> None:
     """Refuses a log that is missing, not a file, unreadable or empty, before any work."""
     hint = "give the path of an access log, plain or gzip"
     if not log.exists():
-        raise TraceFormatError(f"the log `{log}` does not exist", hint)
+        raise ConfigError(f"log `{log}` does not exist", hint)
     if not log.is_file():
-        raise TraceFormatError(f"the log `{log}` is not a regular file", hint)
+        raise ConfigError(f"log `{log}` is not a regular file", hint)
     try:
         with open(log, "rb") as f:
             empty = not f.read(1)
     except OSError as e:
-        raise TraceFormatError(
-            f"the log `{log}` cannot be read: {e.strerror}", "check its permissions"
+        raise ConfigError(
+            f"log `{log}` cannot be read: {e.strerror}", "check its permissions"
         ) from None
     if empty:
-        raise TraceFormatError(f"the log `{log}` is empty", hint)
+        raise ConfigError(f"log `{log}` is empty", hint)
 
 
 def anonymize(
@@ -82,7 +80,7 @@ def anonymize(
     hash_agents: bool = False,
 ) -> Anonymized:
     """Writes ``log`` anonymised with ``keys`` to ``output`` (a file, replaced atomically, or
-    a binary stream). Raises TraceFormatError, with nothing written, if no line parses."""
+    a binary stream). Raises ConfigError, with nothing written, if no line parses."""
     check_log(log)
     if isinstance(output, Path):
         check_output(output, "-o")
@@ -114,9 +112,14 @@ def _run(
     keep_extensions: bool,
     hash_agents: bool,
 ) -> dict[str, Any]:
-    return _engine.anonymize_log(
-        str(log), log_format, keys.names, keys.addresses, keep_extensions, hash_agents, write
-    )
+    try:
+        return _engine.anonymize_log(
+            str(log), log_format, keys.names, keys.addresses, keep_extensions, hash_agents, write
+        )
+    except ConfigError as e:
+        if e.kind == "format":
+            raise ConfigError(f"--format `{log_format}`: {e.message}", FORMAT_HINT) from None
+        raise
 
 
 def _to_file(
@@ -158,9 +161,9 @@ def _check_written(log: Path, log_format: str, stats: dict[str, Any]) -> None:
     if stats["written"]:
         return
     if not stats["bad"]:
-        raise TraceFormatError(f"the log `{log}` holds no lines", "give a non-empty access log")
+        raise ConfigError(f"log `{log}` holds no lines", "give a non-empty access log")
     number, reason = stats["bad_lines"][0]
-    raise TraceFormatError(
+    raise ConfigError(
         f"no line of `{log}` is in the format `{log_format}` (line {number}: {reason})",
         FORMAT_HINT,
     )

@@ -21,9 +21,9 @@ use crate::buffers::AlignedBuf;
 use crate::error::is_fatal;
 use crate::progress::Progress;
 use crate::recorder::Recorder;
-use crate::rng::Rng;
 use crate::run::{Frame, Seat};
 use crate::spec::{Flowop, OpKind, Quit};
+use iowatt_metrics::Rng;
 
 mod data;
 mod dirs;

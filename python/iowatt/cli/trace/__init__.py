@@ -7,7 +7,11 @@ import click
 
 from iowatt.cli import LazyGroup
 
-SUBVERBS: dict[str, str] = {"anonymize": "anonymize:anonymize"}
+SUBVERBS: dict[str, str] = {
+    "anonymize": "anonymize:anonymize",
+    "split": "split:split",
+    "stats": "stats:stats",
+}
 
 
 @click.group(cls=LazyGroup, verbs=SUBVERBS, package=__name__)

@@ -7,7 +7,10 @@ import click
 
 from iowatt.cli import LazyGroup
 
-SUBVERBS: dict[str, str] = {}
+SUBVERBS: dict[str, str] = {
+    "snapshot": "snapshot:snapshot",
+    "recreate": "recreate:recreate",
+}
 
 
 @click.group(cls=LazyGroup, verbs=SUBVERBS, package=__name__)

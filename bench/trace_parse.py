@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""How fast iowatt reads a big access log, beside GoAccess and a plain awk field split.
+
+Usage::
+
+    python bench/trace_parse.py                      # 3.5 M lines, 3 timed runs each
+    python bench/trace_parse.py --lines 500000 --runs 5 --json-out /tmp/trace_parse.json
+
+Generates a Combined log of ``--lines`` requests with ``iowatt trace generate`` (seeded; client
+addresses are IPs, which GoAccess needs), then times with hyperfine, each as a fresh process:
+
+- ``iowatt trace stats LOG --json``: parse every line, then requests, bytes, the busiest second,
+  requests per hour, the status and method mix, the top targets and the daily profile;
+- ``awk``: split every line into fields and count requests by status and sum bytes (mawk, Debian's
+  default awk) — the floor of "reading a log";
+- ``goaccess LOG --log-format=COMBINED -o report.json`` (Debian package ``goaccess``), its full
+  analysis written as JSON.
+
+Goal (issue 15): iowatt's time ≤ the faster peer's (ratio ≥ 1.0, peer time / iowatt time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from side_by_side import fmt, render_table
+
+AWK = "awk '{s[$9]++; b+=$10} END {for (k in s) print k, s[k]; print b}'"
+
+
+def hyperfine(commands: dict[str, str], runs: int, out: Path) -> dict[str, list[float]]:
+    args = ["hyperfine", "--warmup", "1", "--runs", str(runs), "--export-json", str(out)]
+    for name, cmd in commands.items():
+        args += ["--command-name", name, cmd]
+    subprocess.run(args, check=True, stdout=sys.stderr)
+    return {r["command"]: r["times"] for r in json.loads(out.read_text())["results"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lines", type=int, default=3_500_000, help="requests in the log")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs per command")
+    ap.add_argument("--no-goaccess", action="store_true", help="skip GoAccess (slow)")
+    ap.add_argument("--json-out", type=Path, help="write the figures here as JSON")
+    args = ap.parse_args()
+    for tool in ("hyperfine", "iowatt", "awk") + (() if args.no_goaccess else ("goaccess",)):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is not installed (apt-get install hyperfine goaccess; pip install .)")
+    with tempfile.TemporaryDirectory(prefix="iowatt-trace-parse-", dir="/var/tmp") as tmp:
+        root = Path(tmp)
+        log = root / "access.log"
+        subprocess.run(
+            ["iowatt", "trace", "generate", "-o", str(log), "--requests", str(args.lines),
+             "--duration", "1d", "--seed", "1"],
+            check=True,
+        )  # fmt: skip
+        size = log.stat().st_size
+        commands = {
+            "iowatt": f"iowatt trace stats {log} --json",
+            "awk": f"{AWK} {log}",
+        }
+        if not args.no_goaccess:
+            commands["goaccess"] = (
+                f"goaccess {log} --log-format=COMBINED --no-progress -o {root / 'report.json'}"
+            )
+        times = hyperfine(commands, args.runs, root / "hyperfine.json")
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    peers = {k: v for k, v in medians.items() if k != "iowatt"}
+    fastest = min(peers, key=lambda k: peers[k])
+    rows = [["command", "median s", "M lines/s", "MB/s", "peer / iowatt"]]
+    for name, seconds in medians.items():
+        ratio = "" if name == "iowatt" else fmt(seconds / medians["iowatt"], 2)
+        rows.append([name, fmt(seconds, 3), fmt(args.lines / seconds / 1e6, 2),
+                     fmt(size / seconds / 1e6, 0), ratio])  # fmt: skip
+    print(f"{args.lines:,} lines, {size / 1e6:,.0f} MB")
+    print("\n".join(render_table(rows, {1, 2, 3, 4})))
+    ratio = medians[fastest] / medians["iowatt"]
+    print(f"ratio vs the faster peer ({fastest}): {ratio:.2f} (goal ≥ 1.0)")
+    if args.json_out:
+        args.json_out.write_text(
+            json.dumps({"lines": args.lines, "bytes": size, "times": times, "ratio": ratio})
+        )
+
+
+if __name__ == "__main__":
+    main()
