@@ -264,3 +264,29 @@ def test_a_truncated_gzip_log_is_an_error_and_writes_nothing(capsys, tmp_path, k
     assert_user_error(r, str(log), "stops being readable")
     assert "gzip -t" in r.err
     assert not out.exists() and [p.name for p in tmp_path.glob(".*")] == []
+
+
+@pytest.mark.parametrize("extensions", [(), ("--keep-extensions",)])
+def test_requests_name_the_files_of_a_tree_snapshot_made_with_the_same_key(
+    capsys, tmp_path, key, extensions
+):
+    import pyarrow.parquet as pq
+
+    www = tmp_path / "www"
+    (www / "x").mkdir(parents=True)
+    (www / "x" / "a b.html").write_text("<html>")
+    (www / "café").mkdir()
+    (www / "café" / "été.pdf").write_bytes(b"%PDF")
+    manifest = tmp_path / "www.parquet"
+    r = iowatt(capsys, "tree", "snapshot", www, "--key-file", key, "-o", manifest, *extensions)
+    assert r.code == 0, r.err
+    files = {row["path"] for row in pq.read_table(manifest).to_pylist() if row["type"] == "file"}
+    log = tmp_path / "access.log"
+    log.write_text(
+        f'192.0.2.7 - - {T} "GET /x/a%20b.html HTTP/1.1" 200 6 "-" "-"\n'
+        f'192.0.2.7 - - {T} "GET /caf%C3%A9/%C3%A9t%C3%A9.pdf HTTP/1.1" 200 4 "-" "-"\n'
+    )
+    out = tmp_path / "shared.log"
+    run(capsys, log, key, out, *extensions)
+    requested = {target(line).removeprefix("/") for line in out.read_text().splitlines()}
+    assert requested == files
