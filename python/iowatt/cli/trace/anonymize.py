@@ -45,7 +45,7 @@ def anonymize(
     parse are left out and counted.
 
     \b
-      iowatt trace anonymize access.log --key-file site.key -o shared.log.gz
+      iowatt trace anonymize access.log --key-file tree.key -o shared.log.gz
     """
     keys = load_keys(key_file)
     anon.check_log(log)
