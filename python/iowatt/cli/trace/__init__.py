@@ -9,6 +9,7 @@ from iowatt.cli import LazyGroup
 
 SUBVERBS: dict[str, str] = {
     "anonymize": "anonymize:anonymize",
+    "generate": "generate:generate",
     "split": "split:split",
     "stats": "stats:stats",
 }

@@ -1,0 +1,144 @@
+"""``iowatt trace generate``: a synthetic access log with a realistic daily load (see
+docs/trace.md, "Generating a log")."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from iowatt.trace.synth import params as p
+from iowatt.units import format_bytes, format_duration
+
+
+@click.command("generate")
+@click.option("-o", "--output", "out", required=True, metavar="OUT.log[.gz]",
+              type=click.Path(path_type=Path), help="The log to write (gzip if it ends in .gz); "
+              "its parameters and summary go to OUT.log.json.")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    metavar="NAME",
+    help=f"common, combined or vhost_combined  [default: {p.DEFAULT_FORMAT}]",
+)
+@click.option("--start", metavar="TIME",
+              help=f"The first second, local time (ISO 8601)  [default: {p.DEFAULT_START}, "
+              "a Monday]")  # fmt: skip
+@click.option("--tz", metavar="±HHMM", help="The server's zone offset  [default: +0000]")
+@click.option(
+    "--duration",
+    metavar="TIME",
+    help=f"How long the log spans (7d, 6h, 90m)  [default: {p.DEFAULT_DURATION}]",
+)
+@click.option(
+    "--rate", metavar="R", help=f"Mean requests per second  [default: {p.DEFAULT_RATE:g}]"
+)
+@click.option("--requests", metavar="N", help="Exactly N requests in all (instead of --rate).")
+@click.option(
+    "--peak-ratio",
+    metavar="X",
+    help=f"Busiest hour ÷ quietest hour  [default: {p.DEFAULT_PEAK_RATIO:g}]",
+)
+@click.option(
+    "--weekend",
+    metavar="X",
+    help=f"A weekend day's volume ÷ a weekday's  [default: {p.DEFAULT_WEEKEND:g}]",
+)
+@click.option(
+    "--zipf",
+    metavar="ALPHA",
+    help=f"Zipf exponent of file popularity  [default: {p.DEFAULT_ZIPF:g}]",
+)
+@click.option("--tree", metavar="DIR|MANIFEST",
+              help="Request the files of a directory or of an `iowatt tree snapshot` manifest  "
+              "[default: a built-in site]")  # fmt: skip
+@click.option(
+    "--files", metavar="N", help=f"Files of the built-in site  [default: {p.DEFAULT_FILES:,}]"
+)
+@click.option(
+    "--not-found",
+    metavar="SHARE",
+    help=f"Share of requests for missing paths (404)  [default: {p.DEFAULT_NOT_FOUND:g}]",
+)
+@click.option(
+    "--slow-path",
+    metavar="PATH",
+    help=f"A slow endpoint a replay server can delay  [default: {p.DEFAULT_SLOW_PATH}]",
+)
+@click.option(
+    "--slow-share",
+    metavar="SHARE",
+    help=f"Share of requests for it  [default: {p.DEFAULT_SLOW_SHARE:g}]",
+)
+@click.option("--not-modified", metavar="SHARE",
+              help="Share of GETs for files answered 304  "
+              f"[default: {p.DEFAULT_NOT_MODIFIED:g}]")  # fmt: skip
+@click.option(
+    "--clients", metavar="N", help=f"Client addresses in the pool  [default: {p.DEFAULT_CLIENTS:,}]"
+)
+@click.option(
+    "--host", metavar="NAME", help=f"The site's name (referers, vhost)  [default: {p.DEFAULT_HOST}]"
+)
+@click.option("--seed", metavar="N", help=f"Seed of everything random  [default: {p.DEFAULT_SEED}]")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def generate(out: Path, quiet: bool, as_json: bool, **options: Any) -> None:
+    """Write a synthetic web access log: Poisson arrivals with busy middays, quiet nights and
+    lighter weekends; Zipf-popular files; 404s, 304s, HEADs and a slow endpoint.
+
+    \b
+      iowatt trace generate -o access.log --duration 7d --rate 5
+      iowatt trace generate -o access.log.gz --tree tree.parquet --requests 1000000
+    """
+    from iowatt.trace import generate as gen
+
+    config = gen.GenerateConfig.parse(**options)
+    bar = _Bar() if not (quiet or as_json) and sys.stderr.isatty() else None
+    try:
+        s = gen.generate(config, out, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    if as_json:
+        click.echo(json.dumps(s, indent=2))
+    elif not quiet:
+        click.echo(_summary(s))
+        click.echo(f"parameters in {s['sidecar']}; the same log again: {s['command']}")
+
+
+def _summary(s: dict[str, Any]) -> str:
+    lines = s["lines"]
+    mix = ", ".join(
+        f"{code} {100 * n / lines:.1f}%" for code, n in s["status"].items()
+    ) if lines else "no requests"  # fmt: skip
+    span = f"{s['first']} – {s['last']}" if lines else "empty"
+    return (
+        f"wrote {lines:,} lines ({format_bytes(s['bytes'])}) to {s['path']} in "
+        f"{format_duration(s['elapsed_s'])}: {span}; {mix}"
+    )
+
+
+class _Bar:
+    """Lines written, on stderr."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+        self.bars = Progress(
+            BarColumn(bar_width=30), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )  # fmt: skip
+        self.task = self.bars.add_task("lines", total=None)
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.bars.live.is_started:
+            self.bars.start()
+        self.bars.update(self.task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self.bars.live.is_started:
+            self.bars.stop()
