@@ -3,6 +3,7 @@ from typing import Any, final
 
 __all__ = [
     "PERSONALITIES",
+    "LogAnonymizer",
     "PowerRecorder",
     "TreeRecreate",
     "WorkloadRun",
@@ -46,6 +47,20 @@ class PowerRecorder:
     def drain(self) -> dict[str, Any]: ...
     def stop(self) -> None: ...
     def stats(self) -> list[dict[str, Any]]: ...
+
+@final
+class LogAnonymizer:
+    def __new__(
+        cls,
+        path: str,
+        format: str,
+        names_key: bytes,
+        addresses_key: bytes,
+        keep_extensions: bool,
+        hash_agents: bool,
+    ) -> LogAnonymizer: ...
+    def read(self, min_bytes: int) -> bytes | None: ...
+    def stats(self) -> dict[str, Any]: ...
 
 @final
 class TreeRecreate:

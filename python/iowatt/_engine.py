@@ -10,8 +10,11 @@ with the hints that name iowatt's options added here rather than in the bindings
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict, cast
 
@@ -57,6 +60,55 @@ def derive_keys(secret: bytes) -> tuple[bytes, bytes, str]:
 def hash_names(key: bytes, names: list[bytes], keep_extensions: bool) -> list[str]:
     """Each name's keyed hash (HMAC-SHA-256, 24 hex digits, extension kept on request)."""
     return _core.hash_names(key, names, keep_extensions)
+
+
+# Output handed over per call when anonymising a log: big enough to amortise the call, small
+# enough that Ctrl-C is seen at once.
+ANONYMIZE_CHUNK_BYTES = 4 << 20
+
+
+def anonymize_log(
+    path: str,
+    log_format: str,
+    names_key: bytes,
+    addresses_key: bytes,
+    keep_extensions: bool,
+    hash_agents: bool,
+    write: Callable[[bytes], object],
+) -> dict[str, Any]:
+    """Anonymises the log at ``path`` chunk by chunk into ``write``; the counts of lines read,
+    written, blank and bad (with the first bad ones), addresses and host names. A format that
+    does not parse is a ConfigError of kind ``format``."""
+    anonymizer = _core.LogAnonymizer(
+        path, log_format, names_key, addresses_key, keep_extensions, hash_agents
+    )
+    # Two chunks in flight: the core rewrites the next one while this thread writes (and
+    # compresses) the last; both release the GIL, so a gzip output takes two cores.
+    chunks: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=2)
+    done = threading.Event()
+
+    def produce() -> None:
+        item: bytes | BaseException | None = None
+        try:
+            while not done.is_set() and (chunk := anonymizer.read(ANONYMIZE_CHUNK_BYTES)):
+                chunks.put(chunk)
+        except BaseException as e:  # raised again in the writing thread
+            item = e
+        chunks.put(item)
+
+    producer = threading.Thread(target=produce, name="iowatt-anonymize", daemon=True)
+    producer.start()
+    try:
+        while (item := chunks.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            write(item)
+    finally:
+        done.set()
+        while producer.is_alive():  # it may wait to put a chunk nobody will write
+            with contextlib.suppress(queue.Empty):
+                chunks.get(timeout=POLL_S)
+    return anonymizer.stats()
 
 
 def read_log(path: str, fmt: str) -> dict[str, Any]:

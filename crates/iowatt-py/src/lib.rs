@@ -2,6 +2,7 @@
 
 use pyo3::prelude::*;
 
+mod anonymize;
 mod errors;
 mod power;
 mod trace;
@@ -16,6 +17,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(units::parse_duration_ns, m)?)?;
     m.add_class::<workload::WorkloadRun>()?;
     m.add_class::<power::PowerRecorder>()?;
+    m.add_class::<anonymize::LogAnonymizer>()?;
     m.add_class::<tree::TreeRecreate>()?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
     m.add_function(wrap_pyfunction!(trace::hash_names, m)?)?;

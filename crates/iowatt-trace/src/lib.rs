@@ -3,13 +3,17 @@
 //! fields of one line in that format; the keys that hash names and addresses, so a log and a
 //! file tree can be shared without them.
 
+pub mod anonymize;
+pub mod cryptopan;
 pub mod format;
 pub mod keys;
 pub mod line;
 pub mod log;
 pub mod time;
 
+pub use anonymize::{Anonymizer, LogAnonymizer};
+pub use cryptopan::CryptoPan;
 pub use format::{Directive, LogFormat, Token};
 pub use keys::{hash_name, hash_path, Keys};
-pub use line::{parse_line, LineError, Record};
+pub use line::{parse_line, parse_line_spans, LineError, Record};
 pub use log::{parse_log, parse_text, read_log, Parsed, Requests, Strings};

@@ -54,6 +54,26 @@ pub enum LineError {
 
 /// Splits `line` (without its newline) by `format`.
 pub fn parse_line<'a>(format: &LogFormat, line: &'a str) -> Result<Record<'a>, LineError> {
+    parse(format, line, None)
+}
+
+/// [`parse_line`], and where each of the format's fields is in the line, in the format's order
+/// (quoted fields without their quotes, escapes as written): what an anonymiser rewrites
+/// besides the host and the target. `spans` is cleared first.
+pub fn parse_line_spans<'a>(
+    format: &LogFormat,
+    line: &'a str,
+    spans: &mut Vec<Range<usize>>,
+) -> Result<Record<'a>, LineError> {
+    spans.clear();
+    parse(format, line, Some(spans))
+}
+
+fn parse<'a>(
+    format: &LogFormat,
+    line: &'a str,
+    mut spans: Option<&mut Vec<Range<usize>>>,
+) -> Result<Record<'a>, LineError> {
     let mut record = Record::default();
     let (mut seen_time, mut seen_request) = (false, false);
     let mut pos = 0;
@@ -84,6 +104,9 @@ pub fn parse_line<'a>(format: &LogFormat, line: &'a str) -> Result<Record<'a>, L
                     _ => {}
                 }
                 store(&mut record, *directive, value, pos + 1)?;
+                if let Some(spans) = spans.as_deref_mut() {
+                    spans.push(pos..end);
+                }
                 pos = end;
             }
         }

@@ -8,6 +8,7 @@ import click
 from iowatt.cli import LazyGroup
 
 SUBVERBS: dict[str, str] = {
+    "anonymize": "anonymize:anonymize",
     "generate": "generate:generate",
     "split": "split:split",
     "stats": "stats:stats",
