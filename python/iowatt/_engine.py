@@ -111,10 +111,6 @@ def anonymize_log(
     return anonymizer.stats()
 
 
-def read_log(path: str, fmt: str) -> dict[str, Any]:
-    """An access log parsed into column buffers (see :mod:`iowatt.trace.log`)."""
-    return _core.read_log(path, fmt)
-
 
 class Progress(TypedDict):
     phase: str  # "preparing" | "ramp" | "measuring" | "done"
@@ -188,7 +184,7 @@ class _EngineJob:
     """An engine's job thread (``iowatt_metrics::Job`` behind the binding): the :class:`Handle`
     methods, passed through."""
 
-    _run: _core.WorkloadRun | _core.TreeRecreate
+    _run: _core.WorkloadRun | _core.TreeRecreate | _core.LogRead
 
     def start(self) -> None:
         self._run.start()
@@ -233,6 +229,23 @@ class WorkloadRun(_EngineJob):
 
     def result(self) -> WorkloadResult:
         return cast(WorkloadResult, _engine_call(self._run.result, self.name))
+
+
+class LogRead(_EngineJob):
+    """An access log read by the Rust parser on its own threads, as column buffers (see
+    :mod:`iowatt.trace.log`). Starting it twice is harmless, so a caller can start it early,
+    do other work, then :func:`drive` it."""
+
+    _run: _core.LogRead
+
+    def __init__(self, path: str, fmt: str) -> None:
+        self._run = _core.LogRead(path, fmt)
+
+    def start(self) -> None:
+        self._run.start()
+
+    def result(self) -> dict[str, Any]:
+        return self._run.result()
 
 
 def drive(

@@ -21,7 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tree::TreeRecreate>()?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
     m.add_function(wrap_pyfunction!(trace::hash_names, m)?)?;
-    m.add_function(wrap_pyfunction!(trace::read_log, m)?)?;
+    m.add_class::<trace::LogRead>()?;
     m.add_function(wrap_pyfunction!(power::ipmitool_command, m)?)?;
     m.add(
         "PERSONALITIES",

@@ -1,8 +1,16 @@
 //! Access logs and private names: reading a log into columns, key derivation and keyed name
 //! hashing.
 
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use iowatt_metrics::Job;
 use iowatt_trace::keys::{hash_name, Keys};
-use iowatt_trace::{read_log as read, LogFormat, Requests};
+use iowatt_trace::{read_log_until, LogFormat, Parsed, Requests};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -65,28 +73,78 @@ impl Column for i32 {}
 impl Column for u64 {}
 impl Column for u16 {}
 
-/// A whole access log, parsed without the GIL: counts, the first bad lines, and the requests
-/// in time order, in blocks of little-endian column buffers (Arrow's layout: strings as
-/// offsets + data), each block a record batch on the Python side.
-#[pyfunction]
-pub fn read_log<'py>(py: Python<'py>, path: &str, format: &str) -> PyResult<Bound<'py, PyDict>> {
-    let format = LogFormat::parse(format).map_err(|e| {
-        let mut err = raise(py, "ConfigError", e.to_string(), None);
-        if let Err(set) = err.value(py).setattr("kind", "format") {
-            err = set;
-        }
-        err
-    })?;
-    let parsed = py
-        .detach(|| read(std::path::Path::new(path), &format))
-        .map_err(|e| {
-            raise(
+/// A whole access log, parsed on a thread of its own (so Python can import what it needs
+/// meanwhile): counts, the first bad lines, and the requests in time order, in blocks of
+/// little-endian column buffers (Arrow's layout: strings as offsets + data), each block a
+/// record batch on the Python side.
+#[pyclass(module = "iowatt._core", frozen)]
+pub struct LogRead {
+    path: PathBuf,
+    format: Arc<LogFormat>,
+    stop: Arc<AtomicBool>,
+    job: Job<io::Result<Parsed>>,
+}
+
+#[pymethods]
+impl LogRead {
+    /// Checks the format (a ConfigError of kind `format` names the directive).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf, format: &str) -> PyResult<Self> {
+        let format = LogFormat::parse(format).map_err(|e| {
+            let err = raise(py, "ConfigError", e.to_string(), None);
+            match err.value(py).setattr("kind", "format") {
+                Ok(()) => err,
+                Err(set) => set,
+            }
+        })?;
+        Ok(Self {
+            path,
+            format: Arc::new(format),
+            stop: Arc::new(AtomicBool::new(false)),
+            job: Job::default(),
+        })
+    }
+
+    /// Starts reading; false if it was started before.
+    fn start(&self) -> bool {
+        let (path, format, stop) = (self.path.clone(), self.format.clone(), self.stop.clone());
+        self.job
+            .start(move || read_log_until(&path, &format, &stop))
+    }
+
+    fn cancel(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Waits up to `timeout_s` for the read to end, without the GIL; true when it has.
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
+        py.detach(|| {
+            self.job
+                .wait(timeout, || Err(io::Error::other("the log reader panicked")))
+        })
+    }
+
+    /// The parsed log; raises RunInterrupted if it was cancelled, ConfigError if the file
+    /// could not be read.
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let done = self.job.with_outcome(|outcome| match outcome {
+            Ok(parsed) => log_dict(py, parsed),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                Err(raise(py, "RunInterrupted", "interrupted".into(), None))
+            }
+            Err(e) => Err(raise(
                 py,
                 "ConfigError",
-                format!("`{path}` cannot be read: {e}"),
+                format!("`{}` cannot be read: {e}", self.path.display()),
                 None,
-            )
-        })?;
+            )),
+        });
+        done.unwrap_or_else(|| Err(PyRuntimeError::new_err("the log read has not ended")))
+    }
+}
+
+fn log_dict<'py>(py: Python<'py>, parsed: &Parsed) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("lines", parsed.lines)?;
     d.set_item("bad", parsed.bad)?;

@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
 use std::sync::Mutex;
 
@@ -179,14 +180,19 @@ impl Parsed {
     }
 }
 
-/// Reads the log at `path` (gzip recognised by its magic bytes) with `threads` parsers.
+/// Reads the log at `path` (gzip recognised by its magic bytes).
 pub fn read_log(path: &Path, format: &LogFormat) -> io::Result<Parsed> {
+    read_log_until(path, format, &AtomicBool::new(false))
+}
+
+/// [`read_log`], given up (an `Interrupted` error) soon after `stop` is set.
+pub fn read_log_until(path: &Path, format: &LogFormat, stop: &AtomicBool) -> io::Result<Parsed> {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
     let mut file = BufReader::with_capacity(1 << 16, File::open(path)?);
     if file.fill_buf()?.starts_with(&[0x1f, 0x8b]) {
-        parse_log(MultiGzDecoder::new(file), format, threads)
+        parse_in_blocks(MultiGzDecoder::new(file), format, threads, BLOCK, stop)
     } else {
-        parse_log(file, format, threads)
+        parse_in_blocks(file, format, threads, BLOCK, stop)
     }
 }
 
@@ -196,9 +202,9 @@ pub fn parse_text(text: &str, format: &LogFormat) -> Parsed {
 }
 
 /// Parses every line of `input`: this thread reads blocks of whole lines, `threads` others
-/// parse them, and the blocks' columns are joined in log order.
+/// parse them, and the blocks are kept in log order.
 pub fn parse_log<R: Read>(input: R, format: &LogFormat, threads: usize) -> io::Result<Parsed> {
-    parse_in_blocks(input, format, threads, BLOCK)
+    parse_in_blocks(input, format, threads, BLOCK, &AtomicBool::new(false))
 }
 
 fn parse_in_blocks<R: Read>(
@@ -206,6 +212,7 @@ fn parse_in_blocks<R: Read>(
     format: &LogFormat,
     threads: usize,
     block: usize,
+    stop: &AtomicBool,
 ) -> io::Result<Parsed> {
     let (work, queue) = sync_channel::<(usize, u64, Vec<u8>)>(threads);
     let queue = Mutex::new(queue);
@@ -227,10 +234,16 @@ fn parse_in_blocks<R: Read>(
         drop(recycle);
         // Buffers the parsers are done with are read into again: fresh ones cost page faults.
         let buffer = || recycled.try_recv().unwrap_or_default();
-        let read = split_blocks(&mut input, block, buffer, |index, first_line, text| {
-            work.send((index, first_line, text))
-                .expect("parsers live until the queue closes");
-        });
+        let read = split_blocks(
+            &mut input,
+            block,
+            stop,
+            buffer,
+            |index, first_line, text| {
+                work.send((index, first_line, text))
+                    .expect("parsers live until the queue closes");
+            },
+        );
         drop(work);
         let mut blocks: Vec<(usize, Parsed)> = finished.iter().collect();
         blocks.sort_by_key(|(index, _)| *index);
@@ -265,11 +278,15 @@ fn parse_in_blocks<R: Read>(
 fn split_blocks<R: Read>(
     input: &mut R,
     block: usize,
+    stop: &AtomicBool,
     mut buffer: impl FnMut() -> Vec<u8>,
     mut send: impl FnMut(usize, u64, Vec<u8>),
 ) -> io::Result<()> {
     let (mut carry, mut index, mut line) = (Vec::new(), 0, 1u64);
     loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "stopped"));
+        }
         let mut text = buffer();
         text.clear();
         text.append(&mut carry);
@@ -390,7 +407,7 @@ mod tests {
                 format!("h - - [01/Jan/2024:00:00:{i:02} +0000] \"GET /{i} HTTP/1.1\" 200 {i}\n")
             })
             .collect();
-        let p = parse_in_blocks(text.as_bytes(), &format, 2, 256).unwrap();
+        let p = parse_in_blocks(text.as_bytes(), &format, 2, 256, &AtomicBool::new(false)).unwrap();
         assert!(p.blocks.len() > 1);
         assert_eq!(p.requests().bytes, (0..50).collect::<Vec<i64>>());
         assert_eq!(p.requests().line, (1..=50).collect::<Vec<u64>>());
@@ -399,13 +416,21 @@ mod tests {
     #[test]
     fn any_block_size_and_thread_count_give_the_same_result() {
         let format = LogFormat::parse("common").unwrap();
-        let whole = parse_in_blocks(LOG.as_bytes(), &format, 1, 1 << 20).unwrap();
+        let whole =
+            parse_in_blocks(LOG.as_bytes(), &format, 1, 1 << 20, &AtomicBool::new(false)).unwrap();
         assert_eq!((whole.lines, whole.bad, whole.out_of_order), (5, 1, 1));
         assert_eq!(whole.requests().line, [4, 1, 5]);
         // Blocks shorter than a line, of one line, and cutting lines anywhere.
         for block in [1, 7, 40, 64, 65, 100] {
             for threads in [1, 2, 3] {
-                let p = parse_in_blocks(LOG.as_bytes(), &format, threads, block).unwrap();
+                let p = parse_in_blocks(
+                    LOG.as_bytes(),
+                    &format,
+                    threads,
+                    block,
+                    &AtomicBool::new(false),
+                )
+                .unwrap();
                 let counts = |p: &Parsed| (p.lines, p.bad, p.bad_lines.clone(), p.out_of_order);
                 assert_eq!(
                     counts(&p),
@@ -419,5 +444,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_stopped_read_ends_with_interrupted() {
+        let format = LogFormat::parse("common").unwrap();
+        let stop = AtomicBool::new(true);
+        let e = parse_in_blocks(&b"x\n"[..], &format, 1, 64, &stop).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted);
     }
 }

@@ -51,8 +51,6 @@ class Log:
 def read_log(path: str | os.PathLike[str], fmt: str = "combined") -> Log:
     """Reads the log at ``path`` (plain or gzip) in the format ``fmt``; a ConfigError naming the
     file if it cannot be read, is empty or has no line in that format."""
-    import pyarrow as pa
-
     p = Path(path)
     if p.is_dir():
         raise ConfigError(f"log `{p}` is a directory", "give the access log file itself")
@@ -66,11 +64,15 @@ def read_log(path: str | os.PathLike[str], fmt: str = "combined") -> Log:
             f"log `{p}` cannot be read: {e.strerror}", "check its permissions"
         ) from None
     try:
-        raw = _engine.read_log(str(p), fmt)
+        reader = _engine.LogRead(str(p), fmt)
     except ConfigError as e:
-        if e.kind == "format":
-            raise ConfigError(f"--format `{fmt}`: {e.message}", FORMAT_HINT) from None
-        raise
+        raise ConfigError(f"--format `{fmt}`: {e.message}", FORMAT_HINT) from None
+    # Parsing starts before pyarrow is imported, so the import costs no time of its own.
+    reader.start()
+    import pyarrow as pa
+
+    _engine.drive([reader])
+    raw = reader.result()
     if not raw["blocks"]:
         _no_requests(p, fmt, raw)
     table = pa.Table.from_batches([_batch(block) for block in raw["blocks"]], schema=schema())
