@@ -2,9 +2,9 @@
 from typing import Any, final
 
 __all__ = [
-    "LogRead",
     "PERSONALITIES",
     "LogAnonymizer",
+    "LogRead",
     "PowerRecorder",
     "TreeRecreate",
     "WorkloadRun",
