@@ -171,3 +171,12 @@ def test_an_existing_output_or_a_missing_parent_is_refused(tmp_path, log, capsys
 
 def test_a_directory_or_unreadable_log_is_named(tmp_path, capsys):
     assert_user_error(iowatt(capsys, "trace", "stats", tmp_path), "is a directory")
+
+
+def test_stats_count_requests_per_local_day(log, capsys):
+    r = iowatt(capsys, "trace", "stats", log, "--json")
+    assert r.code == 0, r.err
+    figures = json.loads(r.out)
+    # Line 7 is 23:30 UTC on the 2nd but 00:30 on the 3rd where the server was.
+    assert figures["per_day"] == {"2026-03-02": 5, "2026-03-03": 1}
+    assert figures["days"] == 2 and figures["bad"] == 1

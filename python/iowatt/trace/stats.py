@@ -4,6 +4,7 @@ requests in each hour of the day, local time) drawn as a small bar chart."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from iowatt.units import format_bytes
@@ -26,7 +27,9 @@ def stats(table: pa.Table, top: int = TOP) -> dict[str, Any]:
     sent = pc.sum(table["bytes"]).as_py() or 0
     per_second = np.bincount(time_s - time_s[0]) if n else np.zeros(0, np.int64)
     hours = np.bincount(local // 3600 - local.min() // 3600) if n else np.zeros(0, np.int64)
-    days = int(np.count_nonzero(np.bincount(local // 86400 - local.min() // 86400))) if n else 0
+    first_day = int(local.min() // 86400) if n else 0
+    per_day = np.bincount(local // 86400 - first_day) if n else np.zeros(0, np.int64)
+    days = int(np.count_nonzero(per_day))
     hour_of_day = np.bincount((local // 3600) % 24, minlength=24) if n else np.zeros(24)
 
     def mix(column: str) -> dict[str, int]:
@@ -55,6 +58,11 @@ def stats(table: pa.Table, top: int = TOP) -> dict[str, Any]:
         "mean_per_s": n / len(per_second) if n else 0.0,
         "peak_per_s": int(per_second.max()) if n else 0,
         "per_hour": [int(h) for h in hours],
+        # Local dates, so a week shows its weekdays and weekend.
+        "per_day": {
+            (dt.date(1970, 1, 1) + dt.timedelta(days=first_day + i)).isoformat(): int(c)
+            for i, c in enumerate(per_day)
+        },
         # Mean requests in each hour of the day over the days the log covers.
         "daily_profile": [float(h) / max(days, 1) for h in hour_of_day],
         "days": days,
@@ -93,6 +101,11 @@ def render(figures: dict[str, Any], counts: dict[str, Any]) -> str:
     per_hour = figures["per_hour"]
     if len(per_hour) <= 48:
         lines.append("requests per hour: " + " ".join(f"{h:,}" for h in per_hour))
+    elif len(figures["per_day"]) <= 62:
+        lines.append("requests per day:")
+        for day, count in figures["per_day"].items():
+            weekday = dt.date.fromisoformat(day).strftime("%a")
+            lines.append(f"  {weekday} {day} {count:>12,}")
     lines.append(
         f"daily profile (mean requests per hour of the day, local time, {figures['days']} day(s)):"
     )
