@@ -8,6 +8,7 @@ import datetime as dt
 import gzip
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -180,3 +181,19 @@ def test_stats_count_requests_per_local_day(log, capsys):
     # Line 7 is 23:30 UTC on the 2nd but 00:30 on the 3rd where the server was.
     assert figures["per_day"] == {"2026-03-02": 5, "2026-03-03": 1}
     assert figures["days"] == 2 and figures["bad"] == 1
+
+
+def test_a_full_disk_while_splitting_is_named_and_leaves_nothing(tmp_path, log, capsys):
+    # A 64 KiB tmpfs cannot hold the Parquet files: the error names DIR, and no partial
+    # directory is left.
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)]).returncode:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        (small / "filler").write_bytes(b"x" * 60_000)
+        r = iowatt(capsys, "trace", "split", log, "-o", small / "t")
+        assert_user_error(r, str(small / "t"), "cannot be written")
+        assert sorted(p.name for p in small.iterdir()) == ["filler"]
+    finally:
+        subprocess.run(["umount", str(small)], check=True)

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from iowatt.errors import ConfigError
+from iowatt.errors import ConfigError, TargetError
 from iowatt.trace.filters import Filters
 from iowatt.trace.log import Log
 from iowatt.trace.schedule import offsets_ns, per_second
@@ -92,6 +92,11 @@ def split(log: Log, filters: Filters, spread: str, out: Path) -> dict[str, Any]:
         if out.exists():
             out.rmdir()  # empty, checked above
         os.rename(tmp, out)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise TargetError(
+            f"-o `{out}` cannot be written: {e.strerror}", "free some space or choose another DIR"
+        ) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
