@@ -111,7 +111,6 @@ def anonymize_log(
     return anonymizer.stats()
 
 
-
 class Progress(TypedDict):
     phase: str  # "preparing" | "ramp" | "measuring" | "done"
     prepared_bytes: int
