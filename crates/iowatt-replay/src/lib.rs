@@ -1,0 +1,27 @@
+//! Open-loop replay of a web trace against a real server.
+//!
+//! A [`Plan`] is the trace as the engine needs it: every request's due time (ns after the
+//! replay's start, already divided by the speed-up), method, target and client. [`run`] issues
+//! each request at its due time on an absolute schedule, whatever the server does: a timerfd
+//! wakes the scheduler (tokio's timer has millisecond granularity), and at the connection cap
+//! requests wait in order but stay timed from when they were due, so a server stall shows in
+//! the latencies instead of hiding (no coordinated omission). Each request records when it was
+//! sent, its first response byte, its last, its status, bytes and error kind in [`Records`].
+
+mod client;
+mod error;
+mod handle;
+mod plan;
+mod progress;
+mod records;
+mod run;
+mod target;
+mod timer;
+
+pub use error::ReplayError;
+pub use handle::{Outcome, ReplayHandle};
+pub use plan::{Config, Plan};
+pub use progress::{Progress, ProgressSnapshot};
+pub use records::{ErrorKind, Histograms, Records};
+pub use run::{run, Output, Replay, Status};
+pub use target::Target;

@@ -1,0 +1,82 @@
+//! Live counts a caller polls while the replay runs (monitoring never touches the schedule:
+//! relaxed atomics the scheduler and requests bump, read from another thread).
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+#[derive(Debug, Default)]
+struct Counters {
+    issued: AtomicU64,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    open: AtomicI64,
+    bytes: AtomicU64,
+    lateness_ns: AtomicI64,
+    max_lateness_ns: AtomicI64,
+    cancelled: AtomicBool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Progress(Arc<Counters>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgressSnapshot {
+    /// Requests sent so far (the schedule's position).
+    pub issued: u64,
+    /// Requests ended, with a response or an error.
+    pub completed: u64,
+    /// Requests ended by a transport error or a timeout (no response).
+    pub failed: u64,
+    /// Requests in flight (each on an open connection).
+    pub open: i64,
+    /// Response body bytes received.
+    pub bytes: u64,
+    /// Send time minus due time of the last request sent, and the most so far.
+    pub lateness_ns: i64,
+    pub max_lateness_ns: i64,
+}
+
+impl Progress {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn cancel(&self) {
+        self.0.cancelled.store(true, Relaxed);
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.0.cancelled.load(Relaxed)
+    }
+
+    pub(crate) fn sent(&self, lateness_ns: i64) {
+        let c = &self.0;
+        c.issued.fetch_add(1, Relaxed);
+        c.open.fetch_add(1, Relaxed);
+        c.lateness_ns.store(lateness_ns, Relaxed);
+        c.max_lateness_ns.fetch_max(lateness_ns, Relaxed);
+    }
+
+    pub(crate) fn ended(&self, bytes: u64, failed: bool) {
+        let c = &self.0;
+        c.open.fetch_sub(1, Relaxed);
+        c.completed.fetch_add(1, Relaxed);
+        c.bytes.fetch_add(bytes, Relaxed);
+        if failed {
+            c.failed.fetch_add(1, Relaxed);
+        }
+    }
+
+    pub fn snapshot(&self) -> ProgressSnapshot {
+        let c = &self.0;
+        ProgressSnapshot {
+            issued: c.issued.load(Relaxed),
+            completed: c.completed.load(Relaxed),
+            failed: c.failed.load(Relaxed),
+            open: c.open.load(Relaxed),
+            bytes: c.bytes.load(Relaxed),
+            lateness_ns: c.lateness_ns.load(Relaxed),
+            max_lateness_ns: c.max_lateness_ns.load(Relaxed),
+        }
+    }
+}

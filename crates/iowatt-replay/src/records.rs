@@ -1,0 +1,190 @@
+//! One row per request, written by the request's own task and read once the replay has ended.
+
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+use iowatt_metrics::LatencyHistogram;
+
+/// How a request ended without a response. A response of any status is `None` here (its
+/// status says the rest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ErrorKind {
+    None = 0,
+    /// The connection was refused.
+    Refused = 1,
+    /// The connection could not be made for another reason.
+    Connect = 2,
+    /// The server closed or reset the connection before the response ended.
+    Reset = 3,
+    /// No complete response within the timeout.
+    Timeout = 4,
+    /// A response that is not HTTP, or another I/O error.
+    Protocol = 5,
+    /// Sent, then stopped by a cancel before it ended.
+    Cancelled = 6,
+    /// Never sent: the replay was cancelled before its due time.
+    NotSent = 7,
+}
+
+impl ErrorKind {
+    pub const NAMES: [&'static str; 8] = [
+        "",
+        "refused",
+        "connect",
+        "reset",
+        "timeout",
+        "protocol",
+        "cancelled",
+        "not_sent",
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// Times are ns after the replay's start (its `t0`), -1 when the moment never came.
+#[derive(Debug)]
+struct Slot {
+    sent: AtomicI64,
+    connected: AtomicI64,
+    first_byte: AtomicI64,
+    done: AtomicI64,
+    bytes: AtomicU64,
+    /// status << 8 | error kind
+    outcome: AtomicU32,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Self {
+            sent: AtomicI64::new(-1),
+            connected: AtomicI64::new(-1),
+            first_byte: AtomicI64::new(-1),
+            done: AtomicI64::new(-1),
+            bytes: AtomicU64::new(0),
+            outcome: AtomicU32::new(ErrorKind::NotSent as u32),
+        }
+    }
+}
+
+pub(crate) struct Slots(Box<[Slot]>);
+
+impl Slots {
+    pub fn new(n: usize) -> Self {
+        Self((0..n).map(|_| Slot::default()).collect())
+    }
+
+    pub fn sent(&self, i: usize, t: i64) {
+        self.0[i].sent.store(t, Relaxed);
+        self.0[i]
+            .outcome
+            .store(ErrorKind::Cancelled as u32, Relaxed);
+    }
+
+    pub fn connected(&self, i: usize, t: i64) {
+        self.0[i].connected.store(t, Relaxed);
+    }
+
+    pub fn ended(
+        &self,
+        i: usize,
+        first_byte: i64,
+        done: i64,
+        status: u16,
+        bytes: u64,
+        error: ErrorKind,
+    ) {
+        let s = &self.0[i];
+        s.first_byte.store(first_byte, Relaxed);
+        s.done.store(done, Relaxed);
+        s.bytes.store(bytes, Relaxed);
+        s.outcome
+            .store(u32::from(status) << 8 | error as u32, Relaxed);
+    }
+
+    /// The columns, once every task has ended (the runtime's shutdown orders their writes
+    /// before this read).
+    pub fn collect(&self, due_ns: &[u64]) -> Records {
+        let n = self.0.len();
+        let mut r = Records {
+            due: due_ns.iter().map(|&d| d as i64).collect(),
+            sent: Vec::with_capacity(n),
+            connected: Vec::with_capacity(n),
+            first_byte: Vec::with_capacity(n),
+            done: Vec::with_capacity(n),
+            bytes: Vec::with_capacity(n),
+            status: Vec::with_capacity(n),
+            error: Vec::with_capacity(n),
+        };
+        for s in self.0.iter() {
+            r.sent.push(s.sent.load(Relaxed));
+            r.connected.push(s.connected.load(Relaxed));
+            r.first_byte.push(s.first_byte.load(Relaxed));
+            r.done.push(s.done.load(Relaxed));
+            r.bytes.push(s.bytes.load(Relaxed));
+            let o = s.outcome.load(Relaxed);
+            r.status.push((o >> 8) as u16);
+            r.error.push((o & 0xff) as u8);
+        }
+        r
+    }
+}
+
+/// Every request's times (ns after t0; -1 for never), bytes, status (0: no response) and
+/// [`ErrorKind`] code, in trace order.
+#[derive(Debug, Default, Clone)]
+pub struct Records {
+    pub due: Vec<i64>,
+    pub sent: Vec<i64>,
+    pub connected: Vec<i64>,
+    pub first_byte: Vec<i64>,
+    pub done: Vec<i64>,
+    pub bytes: Vec<u64>,
+    pub status: Vec<u16>,
+    pub error: Vec<u8>,
+}
+
+/// Latency histograms of the measured window's answered requests: time to first byte and
+/// completion, each from the due time (what a user waited, the headline) and from the send
+/// (the server's service time).
+#[derive(Debug, Default)]
+pub struct Histograms {
+    pub ttfb: LatencyHistogram,
+    pub completion: LatencyHistogram,
+    pub ttfb_sent: LatencyHistogram,
+    pub completion_sent: LatencyHistogram,
+}
+
+impl Histograms {
+    pub const NAMES: [&'static str; 4] = ["ttfb", "completion", "ttfb_sent", "completion_sent"];
+
+    pub fn of(records: &Records, window: (usize, usize)) -> Self {
+        let mut h = Self::default();
+        let (from, to) = (
+            window.0.min(records.due.len()),
+            window.1.min(records.due.len()),
+        );
+        for i in from..to.max(from) {
+            if records.error[i] != ErrorKind::None as u8 || records.done[i] < 0 {
+                continue;
+            }
+            let (due, sent) = (records.due[i], records.sent[i]);
+            let span = |a: i64, b: i64| (b - a).max(0) as u64;
+            h.ttfb.record(span(due, records.first_byte[i]));
+            h.completion.record(span(due, records.done[i]));
+            h.ttfb_sent.record(span(sent, records.first_byte[i]));
+            h.completion_sent.record(span(sent, records.done[i]));
+        }
+        h
+    }
+
+    pub fn all(&self) -> [&LatencyHistogram; 4] {
+        [
+            &self.ttfb,
+            &self.completion,
+            &self.ttfb_sent,
+            &self.completion_sent,
+        ]
+    }
+}

@@ -1,0 +1,299 @@
+//! The replay: probe the target, then issue every request at its due time on an absolute
+//! schedule, independently of completions, and wait for the last to end.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::header::HeaderValue;
+use hyper::Method;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::client::{exchange, request_uri, Ask, Pool, Reached};
+use crate::records::Slots;
+use crate::timer::Timer;
+use crate::{Config, ErrorKind, Histograms, Plan, Progress, Records, ReplayError, Target};
+
+/// How often a wait (for a due time far ahead, a connection slot, the last responses) looks
+/// whether the replay was cancelled.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// The probe connection's limit.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A plan checked against its configuration, ready to run.
+pub struct Replay {
+    plan: Plan,
+    config: Config,
+    target: Target,
+    methods: Vec<Method>,
+    hosts: Vec<HeaderValue>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Complete,
+    Cancelled,
+}
+
+#[derive(Debug)]
+pub struct Output {
+    pub records: Records,
+    pub histograms: Histograms,
+    /// CLOCK_MONOTONIC ns of the schedule's zero (every record's times are after it).
+    pub t0_ns: u64,
+    pub status: Status,
+    /// From t0 to the last request's end.
+    pub elapsed_ns: u64,
+}
+
+impl Replay {
+    pub fn new(plan: Plan, config: Config) -> Result<Self, ReplayError> {
+        plan.check()?;
+        if config.threads == 0 {
+            return Err(ReplayError::Plan(
+                "a replay needs at least one thread".into(),
+            ));
+        }
+        if config.max_conns == Some(0) {
+            return Err(ReplayError::Plan("max_conns must be at least 1".into()));
+        }
+        let target = Target::parse(&config.target)?;
+        let methods = plan
+            .methods
+            .iter()
+            .map(|m| {
+                Method::from_bytes(m.as_bytes())
+                    .map_err(|_| ReplayError::Plan(format!("{m:?} is not an HTTP method")))
+            })
+            .collect::<Result<_, _>>()?;
+        let header = |h: &str| {
+            HeaderValue::from_str(h)
+                .map_err(|_| ReplayError::Plan(format!("{h:?} cannot be a Host header")))
+        };
+        let hosts = if plan.host.is_empty() {
+            vec![header(config.host.as_deref().unwrap_or(&target.authority))?]
+        } else {
+            plan.hosts
+                .iter()
+                .map(|h| header(h))
+                .collect::<Result<_, _>>()?
+        };
+        Ok(Self {
+            plan,
+            config,
+            target,
+            methods,
+            hosts,
+        })
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn host(&self, i: usize) -> &HeaderValue {
+        if self.plan.host.is_empty() {
+            &self.hosts[0]
+        } else {
+            &self.hosts[self.plan.host[i] as usize]
+        }
+    }
+}
+
+struct Shared {
+    replay: Arc<Replay>,
+    slots: Slots,
+    progress: Progress,
+    pool: Option<Pool>,
+    t0: u64,
+}
+
+/// Runs the replay to its end (or its cancel) on a runtime of its own.
+pub fn run(replay: &Arc<Replay>, progress: &Progress) -> Result<Output, ReplayError> {
+    let threads = replay.config.threads;
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(threads);
+        b
+    };
+    let rt = builder
+        .enable_all()
+        .build()
+        .map_err(|source| ReplayError::Io {
+            op: "starting the replay's runtime",
+            source,
+        })?;
+    let out = rt.block_on(replay_all(replay.clone(), progress.clone()));
+    // Dropping the runtime ends every task, so every record is final before it is read.
+    drop(rt);
+    let (shared, status, end) = out?;
+    let records = shared.slots.collect(&replay.plan.due_ns);
+    let histograms = Histograms::of(&records, replay.config.window);
+    Ok(Output {
+        records,
+        histograms,
+        t0_ns: shared.t0,
+        status,
+        elapsed_ns: end.saturating_sub(shared.t0),
+    })
+}
+
+async fn replay_all(
+    replay: Arc<Replay>,
+    progress: Progress,
+) -> Result<(Arc<Shared>, Status, u64), ReplayError> {
+    probe(&replay.target).await?;
+    let timer = Timer::new().map_err(|source| ReplayError::Io {
+        op: "creating the schedule's timer",
+        source,
+    })?;
+    let config = &replay.config;
+    let cap = config.max_conns.map(|n| Arc::new(Semaphore::new(n)));
+    let pool = config
+        .keep_alive
+        .then(|| Pool::new(config.max_conns.unwrap_or(usize::MAX)));
+    let shared = Arc::new(Shared {
+        slots: Slots::new(replay.plan.len()),
+        progress: progress.clone(),
+        pool,
+        t0: iowatt_metrics::now_ns() + config.lead.as_nanos() as u64,
+        replay: replay.clone(),
+    });
+    let mut tasks = JoinSet::new();
+    let mut status = Status::Complete;
+    for (i, &due) in replay.plan.due_ns.iter().enumerate() {
+        if !wait_until(&timer, shared.t0 + due, &progress).await? {
+            status = Status::Cancelled;
+            break;
+        }
+        let permit = match &cap {
+            None => None,
+            Some(sem) => match sem.clone().try_acquire_owned() {
+                Ok(p) => Some(p),
+                Err(_) => match acquire(sem, &progress).await {
+                    Some(p) => Some(p),
+                    None => {
+                        status = Status::Cancelled;
+                        break;
+                    }
+                },
+            },
+        };
+        tasks.spawn(one(shared.clone(), i, permit));
+        while tasks.try_join_next().is_some() {}
+    }
+    loop {
+        tokio::select! {
+            next = tasks.join_next() => if next.is_none() { break },
+            () = tokio::time::sleep(CANCEL_POLL) => {
+                if progress.cancelled() {
+                    status = Status::Cancelled;
+                    tasks.abort_all();
+                }
+            }
+        }
+    }
+    Ok((shared, status, iowatt_metrics::now_ns()))
+}
+
+/// Sleeps until `deadline`; false if the replay was cancelled meanwhile.
+async fn wait_until(
+    timer: &Timer,
+    deadline: u64,
+    progress: &Progress,
+) -> Result<bool, ReplayError> {
+    loop {
+        if progress.cancelled() {
+            return Ok(false);
+        }
+        let now = iowatt_metrics::now_ns();
+        if now >= deadline {
+            return Ok(true);
+        }
+        let step = deadline.min(now + CANCEL_POLL.as_nanos() as u64);
+        timer
+            .sleep_until(step)
+            .await
+            .map_err(|source| ReplayError::Io {
+                op: "waiting for a request's due time",
+                source,
+            })?;
+    }
+}
+
+/// A connection slot, waited for in order; None if the replay was cancelled meanwhile.
+async fn acquire(sem: &Arc<Semaphore>, progress: &Progress) -> Option<OwnedSemaphorePermit> {
+    let mut acquiring = std::pin::pin!(sem.clone().acquire_owned());
+    loop {
+        tokio::select! {
+            permit = &mut acquiring => return permit.ok(),
+            () = tokio::time::sleep(CANCEL_POLL) => if progress.cancelled() { return None },
+        }
+    }
+}
+
+async fn probe(target: &Target) -> Result<(), ReplayError> {
+    let unreachable = |source| ReplayError::Unreachable {
+        addr: target.addr.to_string(),
+        source,
+    };
+    match tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(target.addr)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(unreachable(e)),
+        Err(_) => Err(unreachable(std::io::ErrorKind::TimedOut.into())),
+    }
+}
+
+/// One request, from its send to its end; the permit (a connection slot) is held throughout.
+async fn one(shared: Arc<Shared>, i: usize, _permit: Option<OwnedSemaphorePermit>) {
+    let replay = &shared.replay;
+    let (t0, plan) = (shared.t0 as i64, &replay.plan);
+    let sent = iowatt_metrics::now_ns();
+    let rel = |t: u64| if t == 0 { -1 } else { t as i64 - t0 };
+    shared.slots.sent(i, rel(sent));
+    shared.progress.sent(rel(sent) - plan.due_ns[i] as i64);
+    let mut reached = Reached::default();
+    let error = match request_uri(&replay.target.prefix, plan.target(i)) {
+        None => ErrorKind::Protocol,
+        Some(uri) => {
+            let ask = Ask {
+                method: &replay.methods[plan.method[i] as usize],
+                uri,
+                host: replay.host(i),
+                client: plan.client[i],
+            };
+            let exchange = exchange(replay.target.addr, shared.pool.as_ref(), ask, &mut reached);
+            match tokio::time::timeout(replay.config.timeout, exchange).await {
+                Ok(Ok(())) => ErrorKind::None,
+                Ok(Err(kind)) => kind,
+                Err(_) => ErrorKind::Timeout,
+            }
+        }
+    };
+    let done = iowatt_metrics::now_ns();
+    if reached.connected != 0 {
+        shared.slots.connected(i, rel(reached.connected));
+    }
+    let ended = if error == ErrorKind::None {
+        rel(done)
+    } else {
+        -1
+    };
+    shared.slots.ended(
+        i,
+        rel(reached.first_byte),
+        ended,
+        reached.status,
+        reached.bytes,
+        error,
+    );
+    shared
+        .progress
+        .ended(reached.bytes, error != ErrorKind::None);
+}

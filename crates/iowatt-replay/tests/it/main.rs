@@ -1,0 +1,2 @@
+mod replay;
+mod server;
