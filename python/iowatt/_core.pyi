@@ -6,6 +6,7 @@ __all__ = [
     "LogAnonymizer",
     "LogRead",
     "PowerRecorder",
+    "Replay",
     "TreeRecreate",
     "WorkloadRun",
     "__version__",
@@ -83,6 +84,32 @@ class TreeRecreate:
         seed: int,
     ) -> TreeRecreate: ...
     def total_bytes(self) -> int: ...
+    def start(self) -> None: ...
+    def cancel(self) -> None: ...
+    def wait(self, timeout_s: float) -> bool: ...
+    def progress(self) -> dict[str, Any]: ...
+    def result(self) -> dict[str, Any]: ...
+
+@final
+class Replay:
+    def __new__(
+        cls,
+        n: int,
+        due_ns: bytes,
+        method: bytes,
+        methods: list[str],
+        target_offsets: bytes,
+        target_data: bytes,
+        client: bytes,
+        *,
+        target: str,
+        host: str | None,
+        max_conns: int | None,
+        keep_alive: bool,
+        timeout_s: float,
+        threads: int,
+        window: tuple[int, int],
+    ) -> Replay: ...
     def start(self) -> None: ...
     def cancel(self) -> None: ...
     def wait(self, timeout_s: float) -> bool: ...

@@ -1,9 +1,10 @@
 """The Rust engines, as Python sees them: the only module that imports ``iowatt._core``.
 
 Each engine is a handle that runs on its own thread without the GIL: :class:`WorkloadRun` (the
-workload engine) and :class:`PowerSampler` (the power samplers). :func:`drive` is the one loop
-that starts handles, forwards their progress, stops them on Ctrl-C or when asked, and waits for
-them to end, so every verb (bench, sweep, and engines to come) stops the same way. Results are
+workload engine), :class:`PowerSampler` (the power samplers), :class:`LogRead` (the access-log
+parser), :class:`TreeRecreate` (the tree recreation) and :class:`Replay` (the trace replayer).
+:func:`drive` is the one loop that starts handles, forwards their progress, stops them on Ctrl-C
+or when asked, and waits for them to end, so every verb stops the same way. Results are
 typed (:class:`WorkloadResult`); the engine's errors arrive as :mod:`iowatt.errors` exceptions,
 with the hints that name iowatt's options added here rather than in the bindings.
 """
@@ -32,6 +33,8 @@ _HINTS = {
     "direct_io_unsupported": "this file system has no O_DIRECT (tmpfs before Linux 6.6, ramfs, "
     "some FUSE); pass --buffered to measure through the page cache",
     "no_space": "free some space or use a smaller --filesize",
+    "target": "give the server as http://HOST[:PORT][/PREFIX], e.g. --target http://127.0.0.1:8080",
+    "unreachable": "start the server first, or check --target's host and port",
     "uring": "io_uring may be disabled here (/proc/sys/kernel/io_uring_disabled); "
     "use --engine psync",
 }
@@ -183,7 +186,7 @@ class _EngineJob:
     """An engine's job thread (``iowatt_metrics::Job`` behind the binding): the :class:`Handle`
     methods, passed through."""
 
-    _run: _core.WorkloadRun | _core.TreeRecreate | _core.LogRead
+    _run: _core.WorkloadRun | _core.TreeRecreate | _core.LogRead | _core.Replay
 
     def start(self) -> None:
         self._run.start()
@@ -370,6 +373,52 @@ class TreeRecreate(_EngineJob):
 
     def result(self) -> TreeResult:
         return cast(TreeResult, _engine_call(self._run.result))
+
+
+class ReplayProgress(TypedDict):
+    issued: int  # requests sent so far
+    completed: int  # ended, with a response or an error
+    failed: int  # ended without a response
+    open: int  # in flight
+    bytes: int  # response body bytes received
+    lateness_ns: int  # send time minus due time of the last request sent
+    max_lateness_ns: int
+    total: int
+
+
+class ReplayResult(TypedDict):
+    status: str  # "complete" | "cancelled"
+    t0_ns: int  # the schedule's zero on CLOCK_MONOTONIC
+    elapsed_ns: int
+    # due_ns, sent_ns, connected_ns, first_byte_ns, done_ns (int64, ns after t0, -1: never),
+    # bytes (uint64), status (uint16, 0: no response), error (uint8 codes into ``errors``)
+    columns: dict[str, bytes]
+    errors: list[str]
+    # ttfb, completion (from the due time), ttfb_sent, completion_sent: (value_ns, count)
+    histograms: dict[str, list[tuple[int, int]]]
+
+
+class Replay(_EngineJob):
+    """A web trace replayed against a server (``crates/iowatt-replay``): the plan's columns
+    as little-endian buffers (see ``iowatt.replay.plan``), checked when built, then
+    :func:`drive` it and read its result."""
+
+    _run: _core.Replay
+
+    def __init__(self, n: int, buffers: Mapping[str, bytes], methods: list[str], **config: Any):
+        b = buffers
+        self._run = _engine_call(
+            lambda: _core.Replay(
+                n, b["due_ns"], b["method"], methods, b["target_offsets"], b["target_data"],
+                b["client"], **config,
+            )
+        )  # fmt: skip
+
+    def progress(self) -> ReplayProgress:
+        return cast(ReplayProgress, self._run.progress())
+
+    def result(self) -> ReplayResult:
+        return cast(ReplayResult, _engine_call(self._run.result))
 
 
 def _engine_call(

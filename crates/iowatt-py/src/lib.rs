@@ -3,8 +3,10 @@
 use pyo3::prelude::*;
 
 mod anonymize;
+mod columns;
 mod errors;
 mod power;
+mod replay;
 mod trace;
 mod tree;
 mod units;
@@ -19,6 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<power::PowerRecorder>()?;
     m.add_class::<anonymize::LogAnonymizer>()?;
     m.add_class::<tree::TreeRecreate>()?;
+    m.add_class::<replay::Replay>()?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
     m.add_function(wrap_pyfunction!(trace::hash_names, m)?)?;
     m.add_class::<trace::LogRead>()?;

@@ -14,6 +14,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use crate::columns::column_bytes;
 use crate::errors::raise;
 
 fn key32(py: Python<'_>, key: &[u8]) -> PyResult<[u8; 32]> {
@@ -51,27 +52,6 @@ pub fn hash_names(
             .collect()
     }))
 }
-
-/// A column's values as the bytes Python builds an Arrow buffer from, copied once. Arrow
-/// buffers are little-endian, as this machine's integers are in memory.
-fn column_bytes<'py, T: Column>(py: Python<'py>, values: &[T]) -> PyResult<Bound<'py, PyBytes>> {
-    // SAFETY: T is a primitive integer (Column is implemented for those only): no padding, any
-    // byte pattern valid, and u8 has the weakest alignment; the slice covers exactly `values`.
-    let bytes = unsafe {
-        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
-    };
-    Ok(PyBytes::new(py, bytes))
-}
-
-#[cfg(not(target_endian = "little"))]
-compile_error!("column buffers are handed to Arrow as they are in memory: little-endian only");
-
-/// The integer types of the parser's columns.
-trait Column: Copy {}
-impl Column for i64 {}
-impl Column for i32 {}
-impl Column for u64 {}
-impl Column for u16 {}
 
 /// A whole access log, parsed on a thread of its own (so Python can import what it needs
 /// meanwhile): counts, the first bad lines, and the requests in time order, in blocks of

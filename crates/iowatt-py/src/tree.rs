@@ -9,6 +9,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::columns::values;
 use crate::errors::raise;
 
 fn from_tree(py: Python<'_>, e: &TreeError) -> PyErr {
@@ -67,7 +68,7 @@ impl TreeRecreate {
             let paths = Strings::new(path_offsets, path_data, n)?;
             let targets = Strings::new(target_offsets, target_data, n)?;
             let (size, mtime, atime) = (i64s(size, n)?, i64s(mtime_ns, n)?, i64s(atime_ns, n)?);
-            let mode = i32s(mode, n)?;
+            let mode: Vec<i32> = values(mode, n).ok_or(Bad::Shape)?;
             if kind.len() != n {
                 return Err(Bad::Shape);
             }
@@ -170,21 +171,7 @@ enum Bad {
 }
 
 fn i64s(b: &[u8], n: usize) -> Result<Vec<i64>, Bad> {
-    if b.len() != n * 8 {
-        return Err(Bad::Shape);
-    }
-    Ok(b.chunks_exact(8)
-        .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect())
-}
-
-fn i32s(b: &[u8], n: usize) -> Result<Vec<i32>, Bad> {
-    if b.len() != n * 4 {
-        return Err(Bad::Shape);
-    }
-    Ok(b.chunks_exact(4)
-        .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect())
+    values(b, n).ok_or(Bad::Shape)
 }
 
 /// An Arrow large-string column: offsets and data.

@@ -132,7 +132,8 @@ impl Slots {
 }
 
 /// Every request's times (ns after t0; -1 for never), bytes, status (0: no response) and
-/// [`ErrorKind`] code, in trace order.
+/// [`ErrorKind`] code, in trace order. `done` is when the request ended: its response's last
+/// byte, or its error (a completion only when the error is `None`).
 #[derive(Debug, Default, Clone)]
 pub struct Records {
     pub due: Vec<i64>,

@@ -280,15 +280,10 @@ async fn one(shared: Arc<Shared>, i: usize, _permit: Option<OwnedSemaphorePermit
     if reached.connected != 0 {
         shared.slots.connected(i, rel(reached.connected));
     }
-    let ended = if error == ErrorKind::None {
-        rel(done)
-    } else {
-        -1
-    };
     shared.slots.ended(
         i,
         rel(reached.first_byte),
-        ended,
+        rel(done),
         reached.status,
         reached.bytes,
         error,

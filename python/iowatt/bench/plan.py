@@ -31,11 +31,8 @@ from iowatt.bench.fileio import (
     SuiteEntry,
 )
 from iowatt.errors import ConfigError
-from iowatt.power.sources import DEFAULT_HZ, parse_source
-from iowatt.units import check_finite, parse_duration, parse_positive_size
-
-# Power samples per second: the samplers' clock is in ns, and no meter reads faster than 10 kHz.
-MAX_POWER_HZ = 10_000.0
+from iowatt.power.sources import DEFAULT_HZ, power_options
+from iowatt.units import parse_positive_size
 
 
 def plan(
@@ -94,13 +91,7 @@ def plan(
             f"unknown personality `{what}`",
             f"choose one of: {known}; or give a FileBench workload file (.f)",
         )
-    if idle and not power:
-        raise ConfigError("--idle needs --power", "e.g. --power rapl --idle 30s")
-    if not 0 < check_finite(power_hz, "--power-hz", "--power-hz 10") <= MAX_POWER_HZ:
-        raise ConfigError(
-            f"--power-hz `{power_hz}` must be above 0 and at most {MAX_POWER_HZ:g}",
-            "e.g. --power-hz 10",
-        )
+    sources, power_hz, idle_s = power_options(power, power_hz, idle)
     for wl in workloads:
         limits.check_workload(wl)
     return BenchConfig(
@@ -112,9 +103,9 @@ def plan(
         seed=seed,
         destroy_data=destroy_data,
         report=report,
-        power=[parse_source(s) for s in power],
+        power=sources,
         power_hz=power_hz,
-        idle_s=parse_duration(idle, "--idle") if idle else 0.0,
+        idle_s=idle_s,
     )
 
 

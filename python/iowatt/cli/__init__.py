@@ -28,6 +28,7 @@ VERBS = {
     "energy": "energy:energy",
     "import": "imports:import_cmd",
     "power": "power:power",
+    "replay": "replay:replay",
     "report": "report:report",
     "runs": "runs:runs",
     "sweep": "sweep:sweep",

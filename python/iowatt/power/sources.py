@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,25 @@ def recorder_config(
             )
     sources = [{"name": s.name, "kind": s.kind, "hz": s.hz or hz, **s.options} for s in specs]
     return json.dumps({"sources": sources, "clock_anchor": anchor})
+
+
+# Power samples per second: the samplers' clock is in ns, and no meter reads faster than 10 kHz.
+MAX_POWER_HZ = 10_000.0
+
+
+def power_options(
+    power: Sequence[str], power_hz: float, idle: str | None
+) -> tuple[list[SourceSpec], float, float]:
+    """A measuring verb's ``--power``, ``--power-hz`` and ``--idle``: the sources, the rate and
+    the idle baseline's seconds, checked together."""
+    from iowatt.units import check_finite, parse_duration
+
+    if idle and not power:
+        raise ConfigError("--idle needs --power", "e.g. --power rapl --idle 30s")
+    if not 0 < check_finite(power_hz, "--power-hz", "--power-hz 10") <= MAX_POWER_HZ:
+        raise ConfigError(
+            f"--power-hz `{power_hz}` must be above 0 and at most {MAX_POWER_HZ:g}",
+            "e.g. --power-hz 10",
+        )
+    sources = [parse_source(s) for s in power]
+    return sources, power_hz, parse_duration(idle, "--idle") if idle else 0.0

@@ -19,6 +19,7 @@ from iowatt.report.context import (
 )
 from iowatt.report.flowops import flowop_tables
 from iowatt.report.load import load_run
+from iowatt.report.replay import replay_view
 from iowatt.report.series import code_spans, consecutive_runs
 from iowatt.report.sweep import sweep_views
 from iowatt.report.tails import report_thresholds, slow_section, threshold_label
@@ -53,6 +54,7 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     html = _ENV.get_template("template.html").render(
         runs=[run_view(run) for run in runs],
         sweeps=sweep_views(runs),
+        replay=replay_view(runs),
         # Sweep runs have no workloads; a report of sweeps only leaves the bench sections out.
         show_bench=any(run.sweep is None for run in runs),
         rows=[

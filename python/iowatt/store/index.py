@@ -24,6 +24,7 @@ VIEW_FILES = {
     "events": "events.parquet",
     "steps": "steps.parquet",
     "sweep": "sweep.parquet",
+    "requests": "requests.parquet",
 }
 _INT64 = 2**63
 EPOCH = datetime(1970, 1, 1)

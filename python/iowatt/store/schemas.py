@@ -29,6 +29,46 @@ INTERVAL_SCHEMA = pa.schema(
         ("slow_ops", pa.list_(pa.int64())),
     ]
 )
+# A replay's intervals add these to the bench columns (docs/run-store.md, "replay runs").
+REPLAY_INTERVAL_COLUMNS = [
+    pa.field("trace_s", pa.float64()),
+    pa.field("intended", pa.int64()),
+    pa.field("sent", pa.int64()),
+    pa.field("failed", pa.int64()),
+    pa.field("success", pa.int64()),
+    pa.field("success_rate", pa.float64()),
+    pa.field("open", pa.int64()),
+]
+# A replay's requests.parquet: the trace's request and what the replay saw of it. Times are ns
+# after the run's t0 (its `replay.t0_ns`), spans in ns; null where the moment never came.
+REQUEST_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("seq", pa.int64()),
+        ("line", pa.int64()),
+        ("log_time_s", pa.int64()),
+        ("offset_ns", pa.int64()),
+        ("method", pa.string()),
+        ("target", pa.string()),
+        ("log_status", pa.int32()),
+        ("log_bytes", pa.int64()),
+        ("phase", pa.string()),
+        ("due_ns", pa.int64()),
+        ("sent_ns", pa.int64()),
+        ("connected_ns", pa.int64()),
+        ("first_byte_ns", pa.int64()),
+        ("done_ns", pa.int64()),
+        ("lateness_ns", pa.int64()),
+        ("ttfb_ns", pa.int64()),
+        ("completion_ns", pa.int64()),
+        ("ttfb_sent_ns", pa.int64()),
+        ("completion_sent_ns", pa.int64()),
+        ("status", pa.int32()),
+        ("bytes", pa.int64()),
+        ("error", pa.string()),
+        ("success", pa.bool_()),
+    ]
+)
 LATENCY_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
@@ -128,6 +168,7 @@ VIEW_SCHEMAS = {
     "events": EVENT_SCHEMA,
     "steps": STEP_SCHEMA,
     "sweep": CURVE_SCHEMA,
+    "requests": REQUEST_SCHEMA,
 }
 
 

@@ -1,0 +1,175 @@
+//! `Replay`: the replay engine's [`ReplayHandle`] for Python — the plan's columns in, every
+//! request's record and the window's histograms out; waiting happens without the GIL.
+
+use std::time::Duration;
+
+use iowatt_metrics::LatencyHistogram;
+use iowatt_replay::{Config, ErrorKind, Histograms, Plan, ReplayError, ReplayHandle, Status};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::columns::{column_bytes, values};
+use crate::errors::raise;
+
+fn from_replay(py: Python<'_>, e: &ReplayError) -> PyErr {
+    let (class, kind) = match e {
+        ReplayError::Plan(_) => ("ConfigError", "plan"),
+        ReplayError::Target(_) => ("ConfigError", "target"),
+        ReplayError::Unreachable { .. } => ("TargetError", "unreachable"),
+        ReplayError::Io { .. } => ("TargetError", "io"),
+    };
+    let err = raise(py, class, e.to_string(), None);
+    if let Err(set) = err.value(py).setattr("kind", kind) {
+        return set;
+    }
+    err
+}
+
+#[pyclass(module = "iowatt._core", frozen)]
+pub struct Replay {
+    handle: ReplayHandle,
+}
+
+#[pymethods]
+impl Replay {
+    /// The plan as little-endian buffers of `n` rows: `due_ns` uint64 (non-decreasing),
+    /// `method` uint8 codes into `methods`, `target_offsets` int64 (n + 1) over `target_data`,
+    /// `client` uint32. Checked here, with the target URL, before anything is sent.
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (n, due_ns, method, methods, target_offsets, target_data, client, *, target, host, max_conns, keep_alive, timeout_s, threads, window))]
+    fn new(
+        py: Python<'_>,
+        n: usize,
+        due_ns: &[u8],
+        method: &[u8],
+        methods: Vec<String>,
+        target_offsets: &[u8],
+        target_data: &[u8],
+        client: &[u8],
+        target: String,
+        host: Option<String>,
+        max_conns: Option<usize>,
+        keep_alive: bool,
+        timeout_s: f64,
+        threads: usize,
+        window: (usize, usize),
+    ) -> PyResult<Self> {
+        let shape = || {
+            ReplayError::Plan("the plan's columns do not have the shape the engine takes".into())
+        };
+        let built = py.detach(|| {
+            let offsets: Vec<i64> = values(target_offsets, n + 1).ok_or_else(shape)?;
+            let plan = Plan {
+                due_ns: values(due_ns, n).ok_or_else(shape)?,
+                method: values(method, n).ok_or_else(shape)?,
+                methods,
+                target_offsets: offsets
+                    .into_iter()
+                    .map(|o| usize::try_from(o).map_err(|_| shape()))
+                    .collect::<Result<_, _>>()?,
+                target_data: target_data.to_vec(),
+                client: values(client, n).ok_or_else(shape)?,
+                host: Vec::new(),
+                hosts: Vec::new(),
+            };
+            let config = Config {
+                target,
+                host,
+                max_conns,
+                keep_alive,
+                timeout: Duration::try_from_secs_f64(timeout_s)
+                    .map_err(|_| ReplayError::Plan(format!("timeout {timeout_s} s")))?,
+                threads,
+                window,
+                ..Config::default()
+            };
+            ReplayHandle::new(plan, config)
+        });
+        Ok(Self {
+            handle: built.map_err(|e| from_replay(py, &e))?,
+        })
+    }
+
+    fn start(&self) -> PyResult<()> {
+        if self.handle.start() {
+            Ok(())
+        } else {
+            Err(PyRuntimeError::new_err("the replay was already started"))
+        }
+    }
+
+    fn cancel(&self) {
+        self.handle.cancel();
+    }
+
+    /// Waits up to `timeout_s` for the replay to end, without the GIL; true when it has.
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
+        py.detach(|| self.handle.wait(timeout))
+    }
+
+    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let p = self.handle.progress().snapshot();
+        let d = PyDict::new(py);
+        d.set_item("issued", p.issued)?;
+        d.set_item("completed", p.completed)?;
+        d.set_item("failed", p.failed)?;
+        d.set_item("open", p.open)?;
+        d.set_item("bytes", p.bytes)?;
+        d.set_item("lateness_ns", p.lateness_ns)?;
+        d.set_item("max_lateness_ns", p.max_lateness_ns)?;
+        d.set_item("total", self.handle.plan().len())?;
+        Ok(d)
+    }
+
+    /// Status, the schedule's zero on CLOCK_MONOTONIC, every request's record as column
+    /// buffers and the window's histograms as (value_ns, count) buckets; raises the replay's
+    /// error if it failed.
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.handle
+            .with_outcome(|outcome| {
+                let out = outcome.as_ref().map_err(|e| from_replay(py, e))?;
+                let d = PyDict::new(py);
+                let status = match out.status {
+                    Status::Complete => "complete",
+                    Status::Cancelled => "cancelled",
+                };
+                d.set_item("status", status)?;
+                d.set_item("t0_ns", out.t0_ns)?;
+                d.set_item("elapsed_ns", out.elapsed_ns)?;
+                let r = &out.records;
+                let columns = PyDict::new(py);
+                columns.set_item("due_ns", column_bytes(py, &r.due)?)?;
+                columns.set_item("sent_ns", column_bytes(py, &r.sent)?)?;
+                columns.set_item("connected_ns", column_bytes(py, &r.connected)?)?;
+                columns.set_item("first_byte_ns", column_bytes(py, &r.first_byte)?)?;
+                columns.set_item("done_ns", column_bytes(py, &r.done)?)?;
+                columns.set_item("bytes", column_bytes(py, &r.bytes)?)?;
+                columns.set_item("status", column_bytes(py, &r.status)?)?;
+                columns.set_item("error", column_bytes(py, &r.error)?)?;
+                d.set_item("columns", columns)?;
+                d.set_item("errors", ErrorKind::NAMES.to_vec())?;
+                d.set_item("histograms", histograms(py, &out.histograms)?)?;
+                Ok(d)
+            })
+            .unwrap_or_else(|| {
+                Err(PyRuntimeError::new_err(
+                    "the replay has not ended; call wait()",
+                ))
+            })
+    }
+}
+
+fn histograms<'py>(py: Python<'py>, h: &Histograms) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, hist) in Histograms::NAMES.iter().zip(h.all()) {
+        d.set_item(*name, buckets(hist))?;
+    }
+    Ok(d)
+}
+
+fn buckets(h: &LatencyHistogram) -> Vec<(u64, u64)> {
+    h.buckets().iter().map(|b| (b.value_ns, b.count)).collect()
+}

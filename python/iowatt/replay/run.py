@@ -1,0 +1,163 @@
+"""Running a planned replay: power around it, the engine driven to its end, the run written.
+
+The run is written whatever happens after the first request could have gone out — finished,
+stopped by Ctrl-C or SIGTERM, or failed — with every completed request; only then is the error
+that stopped it raised again. A target that refuses the probe connection is refused before the
+schedule starts, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from iowatt import __version__
+from iowatt._engine import Replay, ReplayProgress, ReplayResult, drive
+from iowatt.errors import IowattError, RunInterrupted, TargetError
+from iowatt.hostinfo import host_facts
+from iowatt.power.record import write_power_files
+from iowatt.power.recording import PowerData, Recording
+from iowatt.power.summary import Window, summarize
+from iowatt.power.summary import warnings as power_warnings
+from iowatt.replay.plan import ReplayConfig, buffers, window
+from iowatt.replay.results import Records, interval_table, latency_table, requests_table, summary
+from iowatt.store.catalog import publish
+from iowatt.store.schemas import event_table
+from iowatt.store.writer import RunWriter, new_run_id
+from iowatt.warnings import WarningSink
+
+OnProgress = Callable[[ReplayProgress], None]
+
+
+def run(
+    config: ReplayConfig,
+    on_progress: OnProgress | None = None,
+    sink: WarningSink | None = None,
+    note: Callable[[str], None] = lambda _: None,
+) -> Path:
+    """Replays the trace and commits the run; returns its directory."""
+    sink = sink or WarningSink()
+    n, columns, methods = buffers(config)
+    measured = window(config)
+    engine = Replay(
+        n, columns, methods, target=config.target, host=config.host_header,
+        max_conns=config.max_conns, keep_alive=config.keep_alive, timeout_s=config.timeout_s,
+        threads=config.threads, window=measured,
+    )  # fmt: skip
+    writer = RunWriter(config.results, new_run_id("replay"))
+    started_ns = time.time_ns()
+    config.clock_anchor = (started_ns, time.monotonic_ns())
+    recording: Recording | None = None
+    power: PowerData | None = None
+    idle: Window | None = None
+    failure: IowattError | None = None
+    result: ReplayResult | None = None
+    try:
+        if config.power:
+            recording = Recording(config.power, config.power_hz, config.clock_anchor)
+            recording.start()
+            if config.idle_s > 0:
+                note(f"measuring idle power for {config.idle_s:g} s before the replay")
+                start = recording.mark("idle")
+                recording.wait(config.idle_s)
+                idle = Window(start, time.monotonic_ns())
+            recording.mark("work")
+
+        def tick() -> None:
+            if on_progress is not None:
+                on_progress(engine.progress())
+            if recording is not None:
+                recording.drain()
+
+        with contextlib.suppress(KeyboardInterrupt):  # the engine stopped: its result says so
+            drive([engine], tick)
+        result = engine.result()
+        if result["status"] == "cancelled":
+            failure = RunInterrupted("interrupted")
+    except TargetError as e:
+        if recording is not None:
+            recording.halt()
+        writer.abandon()
+        if e.kind == "unreachable":
+            raise TargetError(f"--target {config.target}: {e.message}", e.hint) from None
+        raise
+    except KeyboardInterrupt:
+        failure = RunInterrupted("interrupted")
+    except IowattError as e:
+        failure = e
+    except BaseException:
+        writer.abandon()
+        raise
+    finally:
+        if recording is not None and power is None:
+            recording.mark("end")
+            power = recording.stop()
+    if result is None:
+        writer.abandon()
+        raise failure or RunInterrupted("interrupted")
+    run_dir = _write(writer, config, result, measured, failure, started_ns, power, idle, sink)
+    if failure is not None:
+        raise failure
+    return run_dir
+
+
+def _write(
+    writer: RunWriter,
+    config: ReplayConfig,
+    result: ReplayResult,
+    measured: tuple[int, int],
+    failure: IowattError | None,
+    started_ns: int,
+    power: PowerData | None,
+    idle: Window | None,
+    sink: WarningSink,
+) -> Path:
+    status = "complete" if failure is None else "incomplete"
+    records = Records.of(result, measured)
+    t0 = result["t0_ns"]
+    manifest = {
+        "run_id": writer.run_id,
+        "kind": "replay",
+        "status": status,
+        "reason": None if failure is None else failure.message,
+        "iowatt_version": __version__,
+        "started_ns": started_ns,
+        "ended_ns": time.time_ns(),
+        "clock_anchor": config.clock_anchor,
+        "seed": None,
+        "labels": config.labels,
+        "config": config.recorded(),
+        "host": host_facts(None),
+    }
+    head: dict[str, Any] = summary(config, records, result, status)
+    head["run_id"] = writer.run_id
+    if power is not None:
+        w = records.in_window()
+        due, done = records.columns["due_ns"][w], records.columns["done_ns"][w]
+        ended = done[done >= 0]
+        work = Window(
+            t0 + int(due.min()) if len(due) else t0,
+            t0 + int(ended.max()) if len(ended) else t0,
+            head["workloads"]["replay"]["ops"],
+            head["workloads"]["replay"]["bytes"],
+        )
+        head["power"] = summarize(power, t0, work, idle, {"replay": work})
+        sink.extend(power_warnings(head["power"]))
+    writer.write_json("manifest.json", manifest)
+    writer.write_json("summary.json", head)
+    writer.write_table("requests.parquet", requests_table(writer.run_id, config, records))
+    writer.write_table("intervals.parquet", interval_table(writer.run_id, config, records, t0))
+    writer.write_table("latency.parquet", latency_table(writer.run_id, result["histograms"]))
+    if power is not None:
+        write_power_files(writer, power, t0, sink.events())
+    elif sink.recorded:
+        writer.write_table("events.parquet", event_table(writer.run_id, t0, sink.events()))
+    run_dir = publish(writer, sink)
+    if config.report:
+        from iowatt.report import write_report  # matplotlib is slow to import; only when needed
+
+        write_report([run_dir], run_dir / "report.html")
+    return run_dir

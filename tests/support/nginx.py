@@ -1,0 +1,86 @@
+"""nginx (Debian's nginx-light) on loopback for the replay tests and benchmarks: serves ROOT,
+answers `/slow` after a delay (the echo module's echo_sleep, shipped with nginx-light) and logs
+every request in Combined format. Started in the foreground, ready once it accepts a
+connection, stopped with its worker at the end."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from support.wait import wait_for
+
+ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")
+
+CONFIG = """\
+load_module {echo};
+daemon off;
+user root;
+worker_processes {workers};
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+events {{ worker_connections 16384; }}
+http {{
+    access_log {dir}/access.log combined;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    keepalive_requests 1000000;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096 reuseport;
+        root {root};
+        location /slow {{ echo_sleep {slow_s}; echo "slow"; }}
+    }}
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def accepts(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def nginx(
+    root: Path, workdir: Path, *, slow_s: float = 2.0, workers: int = 1, cpu: int | None = None
+) -> Iterator[str]:
+    """nginx serving ``root``; yields its URL (``http://127.0.0.1:PORT``)."""
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    conf = workdir / "nginx.conf"
+    conf.write_text(CONFIG.format(echo=ECHO_MODULE, dir=workdir, root=root, port=port,
+                                  slow_s=slow_s, workers=workers))  # fmt: skip
+    cmd = [binary, "-c", str(conf), "-p", str(workdir), "-e", str(workdir / "error.log")]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    # Its messages go to error.log (-e), which a failing wait shows.
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: accepts(port), proc, what="nginx to accept connections")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.send_signal(signal.SIGQUIT)  # graceful: the worker finishes and exits too
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def access_lines(workdir: Path) -> list[str]:
+    log = workdir / "access.log"
+    return log.read_text().splitlines() if log.exists() else []

@@ -1,0 +1,252 @@
+"""Replaying web traces against a real nginx on loopback: a generated log requesting the files
+of a tree that `iowatt tree recreate` made from its snapshot, logstalgia's real log, a slow
+location, Ctrl-C, power beside the replay, the report and bad input."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
+from support.nginx import access_lines, free_port, nginx
+from support.wait import wait_for
+
+LOGSTALGIA = Path("/usr/share/logstalgia/example.log")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A small real tree, its hashed snapshot, ten minutes of generated traffic for it (200s
+    and 404s only) and the tree recreated from the snapshot, as the README's demo makes them."""
+    base = tmp_path_factory.mktemp("site")
+    src = base / "src"
+    for d in range(4):
+        (src / f"dir{d}").mkdir(parents=True)
+        for f in range(6):
+            (src / f"dir{d}" / f"page{f}.html").write_bytes(b"x" * (100 + 997 * d * f))
+    key = base / "tree.key"
+    key.write_bytes(bytes(range(32)))
+    manifest_path, log, www = base / "tree.parquet", base / "access.log", base / "www"
+    run = [sys.executable, "-c", "from iowatt.cli import main; main()"]
+    for args in (
+        ["tree", "snapshot", src, "--key-file", key, "-o", manifest_path, "-q"],
+        ["trace", "generate", "-o", log, "--tree", manifest_path, "--duration", "10m",
+         "--rate", "3", "--slow-share", "0", "--not-modified", "0", "--seed", "7", "-q"],
+        ["tree", "recreate", manifest_path, www, "-q"],
+    ):  # fmt: skip
+        subprocess.run([*run, *map(str, args)], check=True)
+    return {"log": log, "www": www, "base": base}
+
+
+def _requests(run: Path) -> list[dict]:
+    return pq.read_table(run / "requests.parquet").to_pylist()
+
+
+def test_a_generated_log_replayed_against_nginx_serving_its_recreated_tree(capsys, tmp_path, site):
+    results = tmp_path / "results"
+    with nginx(site["www"], tmp_path / "nginx") as url:
+        r = iowatt(capsys, "replay", site["log"], "--target", url, "--speedup", "300",
+                   "--results", results, "--no-report", "-q")  # fmt: skip
+        served = access_lines(tmp_path / "nginx")
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    rows = _requests(run)
+    assert len(rows) == len(site["log"].read_text().splitlines()) == len(served)
+    # Every file the log requested exists in the recreated tree at its size; every 404 of the
+    # log is a 404 again.
+    for row in rows:
+        assert row["status"] == row["log_status"], row
+        if row["status"] == 200 and row["method"] == "GET":
+            assert row["bytes"] == row["log_bytes"], row
+        assert row["sent_ns"] >= row["due_ns"], "sent before it was due"
+        assert row["ttfb_ns"] >= row["ttfb_sent_ns"] and row["completion_ns"] >= row["ttfb_ns"]
+    s = summary(run)["replay"]
+    assert s["success_rate"] == s["log_success_rate"] < 1.0
+    assert s["measured"] == len(rows) and s["failed"] == 0
+    offsets = [row["offset_ns"] for row in rows]
+    assert [row["due_ns"] for row in rows] == [o // 300 for o in offsets]
+    assert manifest(run)["kind"] == "replay" and manifest(run)["status"] == "complete"
+    with duckdb.connect(str(results / "catalog.duckdb"), read_only=True) as con:
+        (kind,) = con.execute("SELECT kind FROM runs").fetchone()
+        (n,) = con.execute("SELECT count(*) FROM requests WHERE success").fetchone()
+        (due,) = con.execute("SELECT sum(intended) FROM intervals").fetchone()
+    assert (kind, n, due) == ("replay", sum(row["success"] for row in rows), len(rows))
+
+
+def test_warmup_and_cooldown_are_cut_by_log_time(capsys, tmp_path, site):
+    results = tmp_path / "results"
+    with nginx(site["www"], tmp_path / "nginx") as url:
+        r = iowatt(capsys, "replay", site["log"], "--target", url, "--speedup", "300",
+                   "--warmup", "2m", "--cooldown", "3m", "--spread", "even",
+                   "--results", results, "--no-report", "-q")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    rows = _requests(run)
+    span_ns = (rows[-1]["offset_ns"] // 10**9 + 1) * 10**9
+    for row in rows:
+        expected = ("warmup" if row["offset_ns"] < 120 * 10**9
+                    else "cooldown" if row["offset_ns"] >= span_ns - 180 * 10**9
+                    else "measured")  # fmt: skip
+        assert row["phase"] == expected
+    measured = sum(row["phase"] == "measured" for row in rows)
+    s = summary(run)
+    assert s["replay"]["measured"] == measured == s["workloads"]["replay"]["ops"]
+    assert manifest(run)["config"]["spread"] == "even"
+
+
+def test_logstalgias_real_log_is_replayed_request_for_request(capsys, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    results = tmp_path / "results"
+    with nginx(empty, tmp_path / "nginx") as url:
+        r = iowatt(capsys, "replay", LOGSTALGIA, "--target", url, "--speedup", "60",
+                   "--keep-alive", "--results", results, "--no-report", "-q")  # fmt: skip
+        served = access_lines(tmp_path / "nginx")
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    rows = _requests(run)
+    assert len(rows) == len(served) == 3260
+    assert all(row["status"] == 404 and row["error"] is None for row in rows)
+    s = summary(run)["replay"]
+    assert s["success_rate"] == 0.0 and s["status_classes"] == {"4xx": 3260}
+    assert 0.9 < s["log_success_rate"] < 1.0
+
+
+def test_a_slow_location_times_out_and_counts_against_success(capsys, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.html").write_text("a")
+    log = tmp_path / "access.log"
+    lines = [
+        f'10.0.0.{i} - - [02/Mar/2026:00:00:{i:02d} +0000] "GET /{path} HTTP/1.1" 200 1 "-" "-"'
+        for i, path in enumerate(["a.html", "slow", "a.html", "slow", "a.html"])
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    results = tmp_path / "results"
+    with nginx(root, tmp_path / "nginx", slow_s=5) as url:
+        r = iowatt(capsys, "replay", log, "--target", url, "--speedup", "10",
+                   "--timeout", "300ms", "--results", results, "--no-report", "-q")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    rows = _requests(run)
+    assert [row["error"] for row in rows] == [None, "timeout", None, "timeout", None]
+    assert all(row["done_ns"] - row["sent_ns"] >= 300_000_000 for row in rows[1::2])
+    s = summary(run)["replay"]
+    assert s["errors_by_kind"] == {"timeout": 2} and s["success_rate"] == pytest.approx(3 / 5)
+
+
+def test_ctrl_c_keeps_every_completed_request_and_writes_the_run_incomplete(tmp_path, site):
+    results = tmp_path / "results"
+    with nginx(site["www"], tmp_path / "nginx") as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from iowatt.cli import main; main()", "replay", site["log"],
+             "--target", url, "--results", results, "--no-report", "-q"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        wait_for(lambda: len(access_lines(tmp_path / "nginx")) >= 3, proc, what="3 requests")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        served = len(access_lines(tmp_path / "nginx"))
+    assert proc.returncode == 130, err
+    (run,) = runs_in(results)
+    m = manifest(run)
+    assert (m["status"], m["reason"]) == ("incomplete", "interrupted")
+    rows = _requests(run)
+    answered = [row for row in rows if row["status"] is not None]
+    assert len(answered) == served >= 3
+    assert rows[-1]["error"] == "not_sent"
+    assert not list(results.glob(".tmp-*"))
+
+
+def test_power_is_recorded_beside_the_replay_and_the_report_draws_it(capsys, tmp_path, site):
+    results = tmp_path / "results"
+    with nginx(site["www"], tmp_path / "nginx") as url:
+        r = iowatt(capsys, "replay", site["log"], "--target", url, "--speedup", "300",
+                   "--power", "cmd:command=echo 35", "--power-hz", "20",
+                   "--results", results)  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    e = summary(run)["power"]["workloads"]["replay"]["cmd/cmd"]
+    assert e["avg_w"] == pytest.approx(35.0)
+    assert e["j_per_op"] == pytest.approx(e["energy_j"] / summary(run)["replay"]["answered"])
+    html = (run / "report.html").read_text()
+    for plot in ("replay-ttfb", "replay-completion", f"replay-load-{run.name}"):
+        assert (
+            f'data-plot="{plot}"' in html and "<svg" in html.split(f'data-plot="{plot}"')[1][:300]
+        )
+
+
+def test_two_runs_report_their_cdfs_with_the_envelope(capsys, tmp_path, site):
+    results = tmp_path / "results"
+    with nginx(site["www"], tmp_path / "nginx") as url:
+        for env in ("a", "b"):
+            r = iowatt(capsys, "replay", site["log"], "--target", url, "--speedup", "600",
+                       "--label", f"env={env}", "--results", results, "--no-report")  # fmt: skip
+            assert r.code == 0, r.err
+    runs = runs_in(results)
+    out = tmp_path / "both.html"
+    r = iowatt(capsys, "report", *runs, "-o", out)
+    assert r.code == 0, r.err
+    html = out.read_text()
+    assert html.count('<tr data-run="') >= 2 and "min–max of the runs" in html
+
+
+def test_a_split_trace_replays_like_its_log(capsys, tmp_path, site):
+    split = tmp_path / "split"
+    assert iowatt(capsys, "trace", "split", site["log"], "-o", split).code == 0
+    results = tmp_path / "results"
+    with nginx(site["www"], tmp_path / "nginx") as url:
+        r = iowatt(capsys, "replay", split, "--target", url, "--speedup", "300",
+                   "--results", results, "--no-report", "-q")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    assert len(_requests(run)) == json.loads((split / "trace.json").read_text())["requests"]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--target", "127.0.0.1:8080"], ["--target", "127.0.0.1:8080"]),
+        (["--target", "https://127.0.0.1"], ["https"]),
+        (["--speedup", "0"], ["--speedup", "0"]),
+        (["--speedup", "-8"], ["--speedup"]),
+        (["--speedup", "nan"], ["--speedup", "nan"]),
+        (["--max-conns", "0"], ["--max-conns", "0"]),
+        (["--timeout", "0s"], ["--timeout"]),
+        (["--threads", "0"], ["--threads", "0"]),
+        (["--warmup", "8m", "--cooldown", "8m"], ["--warmup and --cooldown"]),
+    ],
+)
+def test_bad_options_are_one_line_and_write_nothing(capsys, tmp_path, site, args, fragments):
+    results = tmp_path / "results"
+    target = ["--target", f"http://127.0.0.1:{free_port()}"]
+    r = iowatt(capsys, "replay", site["log"], *target, *args, "--results", results)
+    assert_user_error(r, *fragments)
+    assert not results.exists() or not any(results.iterdir())
+
+
+def test_a_target_refusing_connections_is_named_before_the_schedule(capsys, tmp_path, site):
+    results = tmp_path / "results"
+    url = f"http://127.0.0.1:{free_port()}"
+    r = iowatt(capsys, "replay", site["log"], "--target", url, "--results", results)
+    assert_user_error(r, url, "does not accept connections")
+    assert runs_in(results) == [] and not list(results.glob(".tmp-*"))
+
+
+def test_a_split_whose_counts_disagree_is_refused(capsys, tmp_path, site):
+    import pyarrow as pa
+
+    split = tmp_path / "split"
+    assert iowatt(capsys, "trace", "split", site["log"], "-o", split).code == 0
+    schedule = pq.read_table(split / "schedule.parquet")
+    one_more = pa.array([n + 1 for n in schedule["requests"].to_pylist()], pa.int64())
+    pq.write_table(schedule.set_column(2, "requests", one_more), split / "schedule.parquet")
+    r = iowatt(capsys, "replay", split, "--target", "http://127.0.0.1:9", "--results", tmp_path)
+    assert_user_error(r, str(split), "schedule.parquet counts")
