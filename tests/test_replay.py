@@ -219,6 +219,7 @@ def test_a_split_trace_replays_like_its_log(capsys, tmp_path, site):
         (["--speedup", "-8"], ["--speedup"]),
         (["--speedup", "nan"], ["--speedup", "nan"]),
         (["--max-conns", "0"], ["--max-conns", "0"]),
+        (["--max-conns", "900000"], ["--max-conns", "900000", "open-files limit"]),
         (["--timeout", "0s"], ["--timeout"]),
         (["--threads", "0"], ["--threads", "0"]),
         (["--warmup", "8m", "--cooldown", "8m"], ["--warmup and --cooldown"]),

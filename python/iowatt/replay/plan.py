@@ -22,6 +22,8 @@ MAX_SPEEDUP = 1_000_000.0
 # Connections at once: beyond a loopback port range and any server's limit.
 MAX_CONNS = 1_000_000
 MAX_THREADS = 1024
+# Descriptors kept for everything but connections (the runtime, logs, power sources, Parquet).
+FILES_RESERVE = 64
 _URL = re.compile(r"^https?://[^/?#@\s]+(/[^?#\s]*)?$")
 
 
@@ -32,6 +34,8 @@ class ReplayConfig:
     results: Path
     speedup: float = 1.0
     max_conns: int | None = None
+    # The cap the engine runs with: --max-conns, else what the open-files limit allows.
+    conn_limit: int = 0
     keep_alive: bool = False
     timeout_s: float = 30.0
     warmup_s: float = 0.0
@@ -54,6 +58,7 @@ class ReplayConfig:
             "spread": self.trace.spread,
             "speedup": self.speedup,
             "max_conns": self.max_conns,
+            "conn_limit": self.conn_limit,
             "keep_alive": self.keep_alive,
             "timeout_s": self.timeout_s,
             "warmup_s": self.warmup_s,
@@ -113,6 +118,7 @@ def plan(
         )
     if max_conns is not None:
         check_int(max_conns, "--max-conns", 1, MAX_CONNS, "--max-conns 1022")
+    conn_limit = connection_limit(max_conns)
     check_int(threads, "--threads", 1, MAX_THREADS, "--threads 1")
     timeout_s = parse_duration(timeout, "--timeout")
     if timeout_s <= 0:
@@ -128,6 +134,7 @@ def plan(
         results=results,
         speedup=speedup,
         max_conns=max_conns,
+        conn_limit=conn_limit,
         keep_alive=keep_alive,
         timeout_s=timeout_s,
         warmup_s=parse_duration(warmup, "--warmup") if warmup else 0.0,
@@ -155,6 +162,29 @@ def plan(
             "shorten them",
         )
     return config
+
+
+def connection_limit(max_conns: int | None) -> int:
+    """The connections a replay may hold open: ``--max-conns``, else the open-files limit
+    (whose soft value is raised to the hard one, as any process may) less a reserve."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = MAX_CONNS + FILES_RESERVE
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    available = hard - FILES_RESERVE
+    if max_conns is None:
+        return max(available, 1)
+    if max_conns > available:
+        raise ConfigError(
+            f"--max-conns `{max_conns}` needs more descriptors than the open-files limit "
+            f"({hard:,}, RLIMIT_NOFILE) leaves",
+            f"use --max-conns {available} or less, or raise the hard limit "
+            f"(as root: `ulimit -Hn {max_conns + FILES_RESERVE}`)",
+        )
+    return max_conns
 
 
 def _offsets(config: ReplayConfig) -> npt.NDArray[np.int64]:

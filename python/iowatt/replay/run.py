@@ -44,7 +44,7 @@ def run(
     measured = window(config)
     engine = Replay(
         n, columns, methods, target=config.target, host=config.host_header,
-        max_conns=config.max_conns, keep_alive=config.keep_alive, timeout_s=config.timeout_s,
+        max_conns=config.conn_limit, keep_alive=config.keep_alive, timeout_s=config.timeout_s,
         threads=config.threads, window=measured,
     )  # fmt: skip
     writer = RunWriter(config.results, new_run_id("replay"))
