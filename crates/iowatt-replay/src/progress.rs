@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
+use tokio::sync::Notify;
+
 #[derive(Debug, Default)]
 struct Counters {
     issued: AtomicU64,
@@ -14,6 +16,8 @@ struct Counters {
     lateness_ns: AtomicI64,
     max_lateness_ns: AtomicI64,
     cancelled: AtomicBool,
+    /// Wakes the replay's waits when it is cancelled (from any thread, runtime or not).
+    cancel: Notify,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -43,6 +47,18 @@ impl Progress {
 
     pub fn cancel(&self) {
         self.0.cancelled.store(true, Relaxed);
+        self.0.cancel.notify_waiters();
+    }
+
+    /// Returns once the replay is cancelled.
+    pub(crate) async fn until_cancelled(&self) {
+        let notified = self.0.cancel.notified();
+        let mut notified = std::pin::pin!(notified);
+        // Registered before the flag is read, so a cancel in between is not missed.
+        notified.as_mut().enable();
+        if !self.cancelled() {
+            notified.await;
+        }
     }
 
     pub fn cancelled(&self) -> bool {

@@ -14,9 +14,6 @@ use crate::records::Slots;
 use crate::timer::Timer;
 use crate::{Config, ErrorKind, Histograms, Plan, Progress, Records, ReplayError, Target};
 
-/// How often a wait (for a due time far ahead, a connection slot, the last responses) looks
-/// whether the replay was cancelled.
-const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// The probe connection's limit.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -188,17 +185,13 @@ async fn replay_all(
         tasks.spawn(one(shared.clone(), i, permit));
         while tasks.try_join_next().is_some() {}
     }
-    loop {
-        tokio::select! {
-            next = tasks.join_next() => if next.is_none() { break },
-            () = tokio::time::sleep(CANCEL_POLL) => {
-                if progress.cancelled() {
-                    status = Status::Cancelled;
-                    tasks.abort_all();
-                }
-            }
-        }
+    tokio::select! {
+        () = async { while tasks.join_next().await.is_some() {} } => {}
+        () = progress.until_cancelled() => status = Status::Cancelled,
     }
+    // Requests still in flight at a cancel are given up (their records say `cancelled`).
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
     Ok((shared, status, iowatt_metrics::now_ns()))
 }
 
@@ -208,33 +201,27 @@ async fn wait_until(
     deadline: u64,
     progress: &Progress,
 ) -> Result<bool, ReplayError> {
-    loop {
-        if progress.cancelled() {
-            return Ok(false);
-        }
-        let now = iowatt_metrics::now_ns();
-        if now >= deadline {
-            return Ok(true);
-        }
-        let step = deadline.min(now + CANCEL_POLL.as_nanos() as u64);
-        timer
-            .sleep_until(step)
-            .await
-            .map_err(|source| ReplayError::Io {
-                op: "waiting for a request's due time",
-                source,
-            })?;
+    if progress.cancelled() {
+        return Ok(false);
     }
+    if iowatt_metrics::now_ns() >= deadline {
+        return Ok(true);
+    }
+    let slept = tokio::select! {
+        slept = timer.sleep_until(deadline) => slept,
+        () = progress.until_cancelled() => return Ok(false),
+    };
+    slept.map(|()| true).map_err(|source| ReplayError::Io {
+        op: "waiting for a request's due time",
+        source,
+    })
 }
 
 /// A connection slot, waited for in order; None if the replay was cancelled meanwhile.
 async fn acquire(sem: &Arc<Semaphore>, progress: &Progress) -> Option<OwnedSemaphorePermit> {
-    let mut acquiring = std::pin::pin!(sem.clone().acquire_owned());
-    loop {
-        tokio::select! {
-            permit = &mut acquiring => return permit.ok(),
-            () = tokio::time::sleep(CANCEL_POLL) => if progress.cancelled() { return None },
-        }
+    tokio::select! {
+        permit = sem.clone().acquire_owned() => permit.ok(),
+        () = progress.until_cancelled() => None,
     }
 }
 
