@@ -72,6 +72,12 @@ def test_a_generated_log_replayed_against_nginx_serving_its_recreated_tree(capsy
     assert s["measured"] == len(rows) and s["failed"] == 0
     offsets = [row["offset_ns"] for row in rows]
     assert [row["due_ns"] for row in rows] == [o // 300 for o in offsets]
+    # Little's law over the whole run: the mean open per second adds up to the time requests
+    # spent in flight.
+    intervals = pq.read_table(run / "intervals.parquet")
+    in_flight_s = sum(row["done_ns"] - row["sent_ns"] for row in rows) / 1e9
+    assert sum(intervals["open"].to_pylist()) == pytest.approx(in_flight_s, rel=1e-6)
+    assert sum(intervals["intended"].to_pylist()) == sum(intervals["sent"].to_pylist()) == len(rows)
     assert manifest(run)["kind"] == "replay" and manifest(run)["status"] == "complete"
     with duckdb.connect(str(results / "catalog.duckdb"), read_only=True) as con:
         (kind,) = con.execute("SELECT kind FROM runs").fetchone()

@@ -112,9 +112,12 @@ class _Live:
         )
         self.task = self.bars.add_task("replay", total=len(offsets_ns), live="")
         self.last = (time.monotonic(), 0)
-        self.bars.start()
 
     def __call__(self, p: Any) -> None:
+        if not p["issued"]:
+            return  # still probing the target: a refusal is one error line, with no bar
+        if not self.bars.live.is_started:
+            self.bars.start()
         now = time.monotonic()
         t, sent = self.last
         if now - t < 0.5:
@@ -129,4 +132,5 @@ class _Live:
         self.bars.update(self.task, completed=p["issued"], live=live)
 
     def close(self) -> None:
-        self.bars.stop()
+        if self.bars.live.is_started:
+            self.bars.stop()

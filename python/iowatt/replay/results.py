@@ -116,8 +116,8 @@ def requests_table(run_id: str, config: ReplayConfig, r: Records) -> pa.Table:
 def interval_table(run_id: str, config: ReplayConfig, r: Records, t0_ns: int) -> pa.Table:
     """intervals.parquet: one row per second of the replay (from t0), with the bench columns
     (``ops`` are responses, latency is the time to first byte from the due time) and the
-    replay's own: requests due and sent, failures, successes, connections open at the
-    second's end, and the trace time the second started at."""
+    replay's own: requests due and sent, failures, successes, connections open on average,
+    and the trace time the second started at."""
     import numpy as np
     import pyarrow as pa
 
@@ -147,8 +147,6 @@ def interval_table(run_id: str, config: ReplayConfig, r: Records, t0_ns: int) ->
             )
         slow.append([int((values > t).sum()) for t in DEFAULT_SLOW_NS])
     sent = c["sent_ns"] >= 0
-    opened = np.cumsum(per_second(c["sent_ns"], sent))
-    closed = np.cumsum(per_second(c["done_ns"], ended))
     ops = per_second(c["done_ns"], answered)
     nbytes = np.bincount(c["done_ns"][ended] // NS, weights=c["bytes"][ended], minlength=seconds)
     success = per_second(c["done_ns"], r.succeeded() & ended)
@@ -176,7 +174,7 @@ def interval_table(run_id: str, config: ReplayConfig, r: Records, t0_ns: int) ->
         "success_rate": np.divide(
             success, ops + failed, out=np.full(seconds, np.nan), where=(ops + failed) > 0
         ),
-        "open": opened - closed,
+        "open": mean_open(c["sent_ns"], c["done_ns"], seconds),
     }
     schema = pa.schema([*INTERVAL_SCHEMA, *REPLAY_INTERVAL_COLUMNS])
     return pa.table(cols, schema=schema)
@@ -271,7 +269,7 @@ def summary(config: ReplayConfig, r: Records, result: ReplayResult, status: str)
             "success_rate": float(succeeded.sum() / ended.sum()) if ended.any() else None,
             "log_success_rate": float((log_status < 400).mean()) if len(log_status) else None,
             "conns_s": float(ended.sum() / secs) if secs else 0.0,
-            "max_open": int(_max_open(sent[w], done[w])),
+            "max_open": int(max_open(sent[w], done[w])),
             "errors_by_kind": {
                 r.errors[k]: int((c["error"][w] == k).sum())
                 for k in range(1, len(r.errors))
@@ -302,7 +300,28 @@ def summary(config: ReplayConfig, r: Records, result: ReplayResult, status: str)
     }
 
 
-def _max_open(sent: npt.NDArray[np.int64], done: npt.NDArray[np.int64]) -> int:
+def mean_open(
+    sent: npt.NDArray[np.int64], done: npt.NDArray[np.int64], seconds: int
+) -> npt.NDArray[np.float64]:
+    """Requests in flight on average over each second (the integral of the number open, over
+    1 s): at a second's edge most requests are already over, so a count there says little."""
+    import numpy as np
+
+    was_sent = sent >= 0
+    starts = sent[was_sent]
+    ends = np.where(done[was_sent] >= 0, done[was_sent], seconds * NS)
+    times = np.concatenate([starts, ends])
+    steps = np.concatenate([np.ones_like(starts), -np.ones_like(ends)])
+    order = np.argsort(times, kind="stable")
+    times, level = times[order], np.cumsum(steps[order])
+    if not len(times):
+        return np.zeros(seconds)
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(times).astype(np.float64))])
+    edges = np.interp(np.arange(seconds + 1, dtype=np.float64) * NS, times, area)
+    return np.diff(edges) / NS
+
+
+def max_open(sent: npt.NDArray[np.int64], done: npt.NDArray[np.int64]) -> int:
     """The most requests in flight at once (a request never ended counts to the end)."""
     import numpy as np
 

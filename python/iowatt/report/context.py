@@ -17,6 +17,7 @@ from iowatt.histogram import cdf, percentile
 from iowatt.report import plots
 from iowatt.report.load import Run
 from iowatt.report.plots import Bar, Line, Plot, PowerPanel, Style
+from iowatt.report.replay import replay_facts
 from iowatt.report.sweep import sweep_facts
 from iowatt.report.tails import TailCell, tail_cells
 from iowatt.units import (
@@ -116,10 +117,16 @@ def _host_facts(host: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def run_view(run: Run) -> RunView:
-    """The header of one run; a sweep shows its stimulus and disks instead of one target."""
+    """The header of one run; a sweep shows its stimulus and disks, a replay its server and
+    trace, instead of one target."""
     m = run.manifest
     host = m.get("host") or {}
-    facts = _machine_facts(host) + sweep_facts(m) if run.kind == "sweep" else _host_facts(host)
+    if run.kind == "sweep":
+        facts = _machine_facts(host) + sweep_facts(m)
+    elif run.kind == "replay":
+        facts = _machine_facts(host) + replay_facts(m)
+    else:
+        facts = _host_facts(host)
     started, ended = m.get("started_ns"), m.get("ended_ns")
     duration = "unknown"
     if isinstance(started, int) and isinstance(ended, int):

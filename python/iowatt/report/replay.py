@@ -6,7 +6,7 @@ over trace time."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,25 @@ class ReplayRow:
 class ReplayView:
     rows: list[ReplayRow]
     plots: list[Plot]
+
+
+def replay_facts(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What a replay run's header shows in place of a bench run's target facts."""
+    config = manifest.get("config") or {}
+    trace = config.get("trace") or {}
+    cap = config.get("max_conns") or f"{config.get('conn_limit', '?')} (the open-files limit)"
+    return [
+        ("server", str(config.get("target"))),
+        ("trace", str(trace.get("source"))),
+        ("speed-up", f"{config.get('speedup'):g}×, " + (
+            "a log second's requests spread evenly" if config.get("spread") == "even"
+            else "a log second's requests together at its start")),
+        ("connections", ("kept alive per client" if config.get("keep_alive") else
+                         "one per request") + f", at most {cap}"),
+        ("warm-up, cool-down", f"{config.get('warmup_s', 0):g} s, {config.get('cooldown_s', 0):g} s"
+                               " of log time"),
+        ("timeout", f"{config.get('timeout_s')} s"),
+    ]  # fmt: skip
 
 
 def _percent(x: Any) -> str:
@@ -127,7 +146,8 @@ def load_plot(run: Run) -> str | None:
                  label="answered (per log second)")  # fmt: skip
     axes[0].set_ylabel("requests/s")
     axes[0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
-    axes[1].plot(hours, table["open"].to_numpy(), color="C1", lw=1.2, label="open connections")
+    axes[1].plot(hours, table["open"].to_numpy(), color="C1", lw=1.2,
+                 label="connections open (mean over each second)")  # fmt: skip
     axes[1].set_ylabel("open")
     if run.power:
         for i, (key, (t, watts)) in enumerate(sorted(run.power.items())):

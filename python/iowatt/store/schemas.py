@@ -37,7 +37,7 @@ REPLAY_INTERVAL_COLUMNS = [
     pa.field("failed", pa.int64()),
     pa.field("success", pa.int64()),
     pa.field("success_rate", pa.float64()),
-    pa.field("open", pa.int64()),
+    pa.field("open", pa.float64()),
 ]
 # A replay's requests.parquet: the trace's request and what the replay saw of it. Times are ns
 # after the run's t0 (its `replay.t0_ns`), spans in ns; null where the moment never came.
