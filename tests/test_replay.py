@@ -202,6 +202,14 @@ def test_two_runs_report_their_cdfs_with_the_envelope(capsys, tmp_path, site):
     assert r.code == 0, r.err
     html = out.read_text()
     assert html.count('<tr data-run="') >= 2 and "min–max of the runs" in html
+    r = iowatt(capsys, "compare", "--by", "env", "--metric", "p99_ns", "--format", "json",
+               "--results", results)  # fmt: skip
+    assert r.code == 0, r.err
+    cells = {c["env"]: c for c in json.loads(r.out)["cells"] if c["workload"] == "replay"}
+    for run in runs:
+        env = manifest(run)["labels"]["env"]
+        assert cells[env]["runs"] == [run.name]
+        assert cells[env]["median"] == summary(run)["workloads"]["replay"]["latency_ns"]["p99"]
 
 
 def test_a_split_trace_replays_like_its_log(capsys, tmp_path, site):
