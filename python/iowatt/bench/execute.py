@@ -65,7 +65,7 @@ def run(
         device = _check_target(config, target)
         host = host_facts(target)
         _warn_about(config, host, sink)
-        power.start(reporter)
+        power.start(reporter.note)
         if not device:
             workdir = writer.creates(target / f"iowatt-{run_id}")
         for wl in config.workloads:

@@ -19,7 +19,7 @@ from iowatt._engine import Replay, ReplayProgress, ReplayResult, drive
 from iowatt.errors import IowattError, RunInterrupted, TargetError
 from iowatt.hostinfo import host_facts
 from iowatt.power.record import write_power_files
-from iowatt.power.recording import PowerData, Recording
+from iowatt.power.session import PowerSession
 from iowatt.power.summary import Window, summarize
 from iowatt.power.summary import warnings as power_warnings
 from iowatt.replay.plan import ReplayConfig, buffers, window
@@ -50,27 +50,16 @@ def run(
     writer = RunWriter(config.results, new_run_id("replay"))
     started_ns = time.time_ns()
     config.clock_anchor = (started_ns, time.monotonic_ns())
-    recording: Recording | None = None
-    power: PowerData | None = None
-    idle: Window | None = None
+    power = PowerSession(config.power, config.power_hz, config.idle_s, config.clock_anchor)
     failure: IowattError | None = None
     result: ReplayResult | None = None
     try:
-        if config.power:
-            recording = Recording(config.power, config.power_hz, config.clock_anchor)
-            recording.start()
-            if config.idle_s > 0:
-                note(f"measuring idle power for {config.idle_s:g} s before the replay")
-                start = recording.mark("idle")
-                recording.wait(config.idle_s)
-                idle = Window(start, time.monotonic_ns())
-            recording.mark("work")
+        power.start(note)
 
         def tick() -> None:
             if on_progress is not None:
                 on_progress(engine.progress())
-            if recording is not None:
-                recording.drain()
+            power.drain()
 
         with contextlib.suppress(KeyboardInterrupt):  # the engine stopped: its result says so
             drive([engine], tick)
@@ -78,8 +67,6 @@ def run(
         if result["status"] == "cancelled":
             failure = RunInterrupted("interrupted")
     except TargetError as e:
-        if recording is not None:
-            recording.halt()
         writer.abandon()
         if e.kind == "unreachable":
             raise TargetError(f"--target {config.target}: {e.message}", e.hint) from None
@@ -92,13 +79,11 @@ def run(
         writer.abandon()
         raise
     finally:
-        if recording is not None and power is None:
-            recording.mark("end")
-            power = recording.stop()
+        power.stop()
     if result is None:
         writer.abandon()
         raise failure or RunInterrupted("interrupted")
-    run_dir = _write(writer, config, result, measured, failure, started_ns, power, idle, sink)
+    run_dir = _write(writer, config, result, measured, failure, started_ns, power, sink)
     if failure is not None:
         raise failure
     return run_dir
@@ -111,8 +96,7 @@ def _write(
     measured: tuple[int, int],
     failure: IowattError | None,
     started_ns: int,
-    power: PowerData | None,
-    idle: Window | None,
+    power: PowerSession,
     sink: WarningSink,
 ) -> Path:
     status = "complete" if failure is None else "incomplete"
@@ -134,7 +118,7 @@ def _write(
     }
     head: dict[str, Any] = summary(config, records, result, status)
     head["run_id"] = writer.run_id
-    if power is not None:
+    if power.data is not None:
         w = records.in_window()
         due, done = records.columns["due_ns"][w], records.columns["done_ns"][w]
         ended = done[done >= 0]
@@ -144,15 +128,15 @@ def _write(
             head["workloads"]["replay"]["ops"],
             head["workloads"]["replay"]["bytes"],
         )
-        head["power"] = summarize(power, t0, work, idle, {"replay": work})
+        head["power"] = summarize(power.data, t0, work, power.idle, {"replay": work})
         sink.extend(power_warnings(head["power"]))
     writer.write_json("manifest.json", manifest)
     writer.write_json("summary.json", head)
     writer.write_table("requests.parquet", requests_table(writer.run_id, config, records))
     writer.write_table("intervals.parquet", interval_table(writer.run_id, config, records, t0))
     writer.write_table("latency.parquet", latency_table(writer.run_id, result["histograms"]))
-    if power is not None:
-        write_power_files(writer, power, t0, sink.events())
+    if power.data is not None:
+        write_power_files(writer, power.data, t0, sink.events())
     elif sink.recorded:
         writer.write_table("events.parquet", event_table(writer.run_id, t0, sink.events()))
     run_dir = publish(writer, sink)
