@@ -202,14 +202,22 @@ def test_two_runs_report_their_cdfs_with_the_envelope(capsys, tmp_path, site):
     assert r.code == 0, r.err
     html = out.read_text()
     assert html.count('<tr data-run="') >= 2 and "min–max of the runs" in html
-    r = iowatt(capsys, "compare", "--by", "env", "--metric", "p99_ns", "--format", "json",
-               "--results", results)  # fmt: skip
-    assert r.code == 0, r.err
-    cells = {c["env"]: c for c in json.loads(r.out)["cells"] if c["workload"] == "replay"}
-    for run in runs:
-        env = manifest(run)["labels"]["env"]
-        assert cells[env]["runs"] == [run.name]
-        assert cells[env]["median"] == summary(run)["workloads"]["replay"]["latency_ns"]["p99"]
+    # compare: each environment's figure is its run's own (one run each).
+    for metric, figure in (
+        ("p99_ns", lambda s: s["replay"]["ttfb_ns"]["p99"]),
+        ("completion_p99_ns", lambda s: s["replay"]["completion_ns"]["p99"]),
+        ("success_rate", lambda s: s["replay"]["success_rate"]),
+    ):
+        r = iowatt(capsys, "compare", "--by", "env", "--metric", metric, "--format", "json",
+                   "--results", results)  # fmt: skip
+        assert r.code == 0, r.err
+        cells = {c["env"]: c for c in json.loads(r.out)["cells"] if c["workload"] == "replay"}
+        for run in runs:
+            env = manifest(run)["labels"]["env"]
+            assert cells[env]["runs"] == [run.name]
+            assert cells[env]["median"] == pytest.approx(figure(summary(run))), metric
+    r = iowatt(capsys, "compare", "--by", "env", "--metric", "success_rate", "--results", results)
+    assert r.code == 0 and "success rate" in r.out and "%" in r.out, r
 
 
 def test_a_split_trace_replays_like_its_log(capsys, tmp_path, site):

@@ -28,8 +28,10 @@ def threshold_name(ns: int) -> str:
 
 
 def _value(metric: str) -> Callable[[float], str]:
-    if metric == "p99_ns":
+    if METRICS[metric][1] == "ns":
         return lambda v: "–" if math.isnan(v) else format_ns(v)
+    if metric == "success_rate":
+        return lambda v: "–" if math.isnan(v) else f"{v:.2%}"
     return lambda v: "–" if math.isnan(v) else format_rate(v)
 
 

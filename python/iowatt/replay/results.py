@@ -212,7 +212,9 @@ def _stats(buckets: list[tuple[int, int]]) -> dict[str, Any]:
     return out
 
 
-def summary(config: ReplayConfig, r: Records, result: ReplayResult, status: str) -> dict[str, Any]:
+def summary(
+    run_id: str, config: ReplayConfig, r: Records, result: ReplayResult, status: str
+) -> dict[str, Any]:
     """summary.json's ``workloads.replay`` (the catalog's row) and ``replay`` sections."""
     import numpy as np
 
@@ -243,7 +245,7 @@ def summary(config: ReplayConfig, r: Records, result: ReplayResult, status: str)
     ended = w & (done >= 0)
     statuses = c["status"][answered]
     return {
-        "run_id": None,  # filled by the writer
+        "run_id": run_id,
         "status": status,
         "workloads": {
             "replay": {

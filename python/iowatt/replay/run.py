@@ -12,7 +12,6 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from iowatt import __version__
 from iowatt._engine import Replay, ReplayProgress, ReplayResult, drive
@@ -116,8 +115,7 @@ def _write(
         "config": config.recorded(),
         "host": host_facts(None),
     }
-    head: dict[str, Any] = summary(config, records, result, status)
-    head["run_id"] = writer.run_id
+    head = summary(writer.run_id, config, records, result, status)
     if power.data is not None:
         w = records.in_window()
         due, done = records.columns["due_ns"][w], records.columns["done_ns"][w]

@@ -38,7 +38,7 @@ from iowatt.warnings import Kind, RunWarning, WarningSink
 VIEWS = tuple(VIEW_FILES)
 LISTING = ".catalog.dirs"
 # The catalog's own layout: a catalog of another format is rebuilt from the run directories.
-FORMAT = "2"
+FORMAT = "3"
 
 _SCHEMA_SQL = """
 CREATE TABLE runs (
@@ -57,11 +57,15 @@ CREATE TABLE energy (
   run_id VARCHAR, period VARCHAR, source VARCHAR, channel VARCHAR, scope VARCHAR,
   energy_j DOUBLE, avg_w DOUBLE, peak_w DOUBLE, duration_s DOUBLE, gap_s DOUBLE,
   idle_w DOUBLE, dynamic_j DOUBLE, j_per_op DOUBLE, j_per_byte DOUBLE);
+CREATE TABLE replays (
+  run_id VARCHAR, requests BIGINT, measured BIGINT, success_rate DOUBLE, log_success_rate DOUBLE,
+  conns_s DOUBLE, max_open BIGINT, ttfb_p50_ns BIGINT, ttfb_p99_ns BIGINT,
+  completion_p50_ns BIGINT, completion_p99_ns BIGINT, lateness_p99_ns BIGINT, speedup DOUBLE);
 CREATE TABLE files (run_id VARCHAR, view VARCHAR, path VARCHAR);
 CREATE TABLE dirs (dir VARCHAR, run_id VARCHAR, indexed BOOLEAN, file VARCHAR, reason VARCHAR);
 CREATE TABLE meta (key VARCHAR, value VARCHAR);
 """
-_ROW_TABLES = ("runs", "workloads", "flowops", "energy", "files")
+_ROW_TABLES = ("runs", "workloads", "flowops", "energy", "replays", "files")
 
 
 @dataclass
@@ -194,6 +198,7 @@ def _apply(
     _insert(con, "workloads", [w for r in found for w in r.workloads])
     _insert(con, "flowops", [f for r in found for f in r.flowops])
     _insert(con, "energy", [e for r in found for e in r.energy])
+    _insert(con, "replays", [r.replay for r in found if r.replay])
     _insert(con, "files", [[r.run_id, v, p] for r in found for v, p in r.files.items()])
     _insert(con, "dirs", marks)
     con.execute("DELETE FROM meta")

@@ -1,6 +1,7 @@
 """What the catalog holds of one run directory: its rows in the ``runs``, ``workloads``,
-``flowops`` and ``energy`` tables and its Parquet files, read and checked before anything is
-inserted, so a damaged run is named (with the file) and set aside while the others are indexed.
+``flowops``, ``energy`` and ``replays`` tables and its Parquet files, read and checked before
+anything is inserted, so a damaged run is named (with the file) and set aside while the others
+are indexed.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class RunRows:
     workloads: list[list[Any]] = field(default_factory=list)
     flowops: list[list[Any]] = field(default_factory=list)
     energy: list[list[Any]] = field(default_factory=list)
+    replay: list[Any] = field(default_factory=list)  # a replay run's row of `replays`
     # view → absolute path of this run's file for it
     files: dict[str, str] = field(default_factory=dict)
 
@@ -94,6 +96,14 @@ def _rows(run_dir: Path, manifest: Mapping[str, Any], summary: Mapping[str, Any]
                 ]
             )  # fmt: skip
     rows.energy = [[run_id, *row] for row in energy_rows(summary.get("power") or {})]
+    if isinstance(r := summary.get("replay"), Mapping):
+        rows.replay = [
+            run_id, _int(r["requests"]), _int(r["measured"]), _float(r["success_rate"]),
+            _float(r["log_success_rate"]), _float(r["conns_s"]), _int(r["max_open"]),
+            _int(r["ttfb_ns"]["p50"]), _int(r["ttfb_ns"]["p99"]),
+            _int(r["completion_ns"]["p50"]), _int(r["completion_ns"]["p99"]),
+            _int(r["lateness_ns"]["p99"]), _float(r["speedup"]),
+        ]  # fmt: skip
     return rows
 
 
