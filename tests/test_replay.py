@@ -220,6 +220,26 @@ def test_two_runs_report_their_cdfs_with_the_envelope(capsys, tmp_path, site):
     assert r.code == 0 and "success rate" in r.out and "%" in r.out, r
 
 
+def test_an_https_server_is_replayed_when_its_certificate_is_trusted(capsys, tmp_path, site):
+    results = tmp_path / "results"
+    args = ["--speedup", "600", "--results", results, "--no-report", "-q"]
+    with nginx(site["www"], tmp_path / "nginx", tls=True) as url:
+        cert = tmp_path / "nginx" / "cert.pem"
+        trusted = iowatt(capsys, "replay", site["log"], "--target", url, "--ca-file", cert, *args)
+        untrusted = iowatt(capsys, "replay", site["log"], "--target", url, *args)
+        insecure = iowatt(capsys, "replay", site["log"], "--target", url, "--insecure", *args)
+        served = access_lines(tmp_path / "nginx")
+    assert trusted.code == untrusted.code == insecure.code == 0, (trusted, untrusted, insecure)
+    configs = [manifest(run)["config"] for run in runs_in(results)]
+    rows = {(c["ca_file"], c["insecure"]): _requests(run)
+            for c, run in zip(configs, runs_in(results), strict=True)}  # fmt: skip
+    for answered in (rows[str(cert), False], rows[None, True]):
+        assert all(row["status"] == row["log_status"] for row in answered)
+    # Without the CA, every handshake fails and nothing reaches nginx's log.
+    assert {row["error"] for row in rows[None, False]} == {"tls"}
+    assert len(served) == 2 * len(rows[None, True])
+
+
 def test_a_split_trace_replays_like_its_log(capsys, tmp_path, site):
     split = tmp_path / "split"
     assert iowatt(capsys, "trace", "split", site["log"], "-o", split).code == 0
@@ -236,7 +256,8 @@ def test_a_split_trace_replays_like_its_log(capsys, tmp_path, site):
     ("args", "fragments"),
     [
         (["--target", "127.0.0.1:8080"], ["--target", "127.0.0.1:8080"]),
-        (["--target", "https://127.0.0.1"], ["https"]),
+        (["--insecure"], ["--insecure", "https"]),
+        (["--target", "https://127.0.0.1:9", "--ca-file", "/nonexistent.pem"], ["--ca-file"]),
         (["--speedup", "0"], ["--speedup", "0"]),
         (["--speedup", "-8"], ["--speedup"]),
         (["--speedup", "nan"], ["--speedup", "nan"]),

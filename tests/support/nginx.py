@@ -34,7 +34,8 @@ http {{
     scgi_temp_path {dir}/scgi;
     keepalive_requests 1000000;
     server {{
-        listen 127.0.0.1:{port} backlog=4096 reuseport;
+        listen 127.0.0.1:{port} backlog=4096 reuseport{ssl};
+        {certificate}
         root {root};
         location /slow {{ echo_sleep {slow_s}; echo "slow"; }}
     }}
@@ -53,17 +54,41 @@ def accepts(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def self_signed(workdir: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key (cert.pem, key.pem in ``workdir``)."""
+    cert, key = workdir / "cert.pem", workdir / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:FALSE"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
 @contextlib.contextmanager
 def nginx(
-    root: Path, workdir: Path, *, slow_s: float = 2.0, workers: int = 1, cpu: int | None = None
+    root: Path,
+    workdir: Path,
+    *,
+    slow_s: float = 2.0,
+    workers: int = 1,
+    cpu: int | None = None,
+    tls: bool = False,
 ) -> Iterator[str]:
-    """nginx serving ``root``; yields its URL (``http://127.0.0.1:PORT``)."""
+    """nginx serving ``root``; yields its URL (``http://127.0.0.1:PORT``). With ``tls`` it is
+    ``https://``, with a self-signed certificate in ``workdir/cert.pem``."""
     binary = shutil.which("nginx") or "/usr/sbin/nginx"
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     conf = workdir / "nginx.conf"
+    certificate = ""
+    if tls:
+        cert, key = self_signed(workdir)
+        certificate = f"ssl_certificate {cert}; ssl_certificate_key {key};"
     conf.write_text(CONFIG.format(echo=ECHO_MODULE, dir=workdir, root=root, port=port,
-                                  slow_s=slow_s, workers=workers))  # fmt: skip
+                                  slow_s=slow_s, workers=workers, ssl=" ssl" if tls else "",
+                                  certificate=certificate))  # fmt: skip
     cmd = [binary, "-c", str(conf), "-p", str(workdir), "-e", str(workdir / "error.log")]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu), *cmd]
@@ -71,7 +96,7 @@ def nginx(
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: accepts(port), proc, what="nginx to accept connections")
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         proc.send_signal(signal.SIGQUIT)  # graceful: the worker finishes and exits too
         try:

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use iowatt_metrics::LatencyHistogram;
-use iowatt_replay::{Config, ErrorKind, Histograms, Plan, ReplayError, ReplayHandle, Status};
+use iowatt_replay::{
+    Config, ErrorKind, Histograms, Plan, ReplayError, ReplayHandle, Status, TlsOptions,
+};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -35,10 +37,12 @@ pub struct Replay {
 impl Replay {
     /// The plan as little-endian buffers of `n` rows: `due_ns` uint64 (non-decreasing),
     /// `method` uint8 codes into `methods`, `target_offsets` int64 (n + 1) over `target_data`,
-    /// `client` uint32. Checked here, with the target URL, before anything is sent.
+    /// `client` uint32. Checked here, with the target URL, before anything is sent. An https
+    /// target trusts the Mozilla roots and the PEM certificates of `ca_pem`, or with
+    /// `insecure` any certificate.
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (n, due_ns, method, methods, target_offsets, target_data, client, *, target, host, max_conns, keep_alive, timeout_s, threads, window))]
+    #[pyo3(signature = (n, due_ns, method, methods, target_offsets, target_data, client, *, target, host, max_conns, keep_alive, timeout_s, threads, window, ca_pem=None, insecure=false))]
     fn new(
         py: Python<'_>,
         n: usize,
@@ -55,6 +59,8 @@ impl Replay {
         timeout_s: f64,
         threads: usize,
         window: (usize, usize),
+        ca_pem: Option<Vec<u8>>,
+        insecure: bool,
     ) -> PyResult<Self> {
         let shape = || {
             ReplayError::Plan("the plan's columns do not have the shape the engine takes".into())
@@ -76,6 +82,7 @@ impl Replay {
             };
             let config = Config {
                 target,
+                tls: TlsOptions { ca_pem, insecure },
                 host,
                 max_conns,
                 keep_alive,

@@ -17,19 +17,28 @@ use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::TlsConnector;
 
 use crate::ErrorKind;
 
 const AGENT: &str = concat!("iowatt/", env!("CARGO_PKG_VERSION"));
 
-/// A TCP stream that notes (CLOCK_MONOTONIC ns) when a read first returns bytes after the
-/// stamp was reset to 0.
-struct Stamped {
-    stream: TcpStream,
+/// Where a request's connection goes: the server's address and, for https, the TLS client
+/// and the name the certificate must carry.
+pub(crate) struct Dial {
+    pub addr: std::net::SocketAddr,
+    pub tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+/// A stream (TCP, or TLS over it) that notes (CLOCK_MONOTONIC ns) when a read first returns
+/// bytes after the stamp was reset to 0.
+struct Stamped<S> {
+    stream: S,
     first_read: Arc<AtomicU64>,
 }
 
-impl AsyncRead for Stamped {
+impl<S: AsyncRead + Unpin> AsyncRead for Stamped<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -44,7 +53,7 @@ impl AsyncRead for Stamped {
     }
 }
 
-impl AsyncWrite for Stamped {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Stamped<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -125,7 +134,7 @@ pub(crate) struct Reached {
 /// Sends `ask` and reads the response to its end, noting progress in `reached` as it goes (so
 /// a timeout or error keeps what was reached).
 pub(crate) async fn exchange(
-    addr: std::net::SocketAddr,
+    dial: &Dial,
     pool: Option<&Pool>,
     ask: Ask<'_>,
     reached: &mut Reached,
@@ -134,7 +143,7 @@ pub(crate) async fn exchange(
     let mut conn = match reused {
         Some(c) => c,
         None => {
-            let c = connect(addr).await?;
+            let c = connect(dial).await?;
             reached.connected = iowatt_metrics::now_ns();
             c
         }
@@ -172,12 +181,31 @@ pub(crate) async fn exchange(
     Ok(())
 }
 
-async fn connect(addr: std::net::SocketAddr) -> Result<Conn, ErrorKind> {
-    let stream = TcpStream::connect(addr).await.map_err(|e| match e.kind() {
-        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
-        _ => ErrorKind::Connect,
-    })?;
+async fn connect(dial: &Dial) -> Result<Conn, ErrorKind> {
+    let stream = TcpStream::connect(dial.addr)
+        .await
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+            _ => ErrorKind::Connect,
+        })?;
     stream.set_nodelay(true).map_err(|_| ErrorKind::Connect)?;
+    match &dial.tls {
+        None => handshake(stream).await,
+        Some((connector, name)) => {
+            let tls = connector
+                .connect(name.clone(), stream)
+                .await
+                .map_err(|_| ErrorKind::Tls)?;
+            handshake(tls).await
+        }
+    }
+}
+
+/// HTTP/1.1 over `stream`, its reads stamped; the connection is driven by a task of its own.
+async fn handshake<S>(stream: S) -> Result<Conn, ErrorKind>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let first_read = Arc::new(AtomicU64::new(0));
     let io = TokioIo::new(Stamped {
         stream,

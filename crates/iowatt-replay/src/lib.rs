@@ -1,4 +1,4 @@
-//! Open-loop replay of a web trace against a real server.
+//! Open-loop replay of a web trace against a real server (http or https).
 //!
 //! A [`Plan`] is the trace as the engine needs it: every request's due time (ns after the
 //! replay's start, already divided by the speed-up), method, target and client. [`run`] issues
@@ -17,6 +17,7 @@ mod records;
 mod run;
 mod target;
 mod timer;
+mod tls;
 
 pub use error::ReplayError;
 pub use handle::{Outcome, ReplayHandle};
@@ -25,3 +26,4 @@ pub use progress::{Progress, ProgressSnapshot};
 pub use records::{ErrorKind, Histograms, Records};
 pub use run::{run, Output, Replay, Status};
 pub use target::Target;
+pub use tls::TlsOptions;

@@ -80,8 +80,10 @@ impl Plan {
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `http://host[:port][/prefix]`.
+    /// `http[s]://host[:port][/prefix]`.
     pub target: String,
+    /// How an https target's certificate is checked.
+    pub tls: crate::TlsOptions,
     /// The Host header of every request whose plan gives none; the target's authority if None.
     pub host: Option<String>,
     /// Most requests in flight at once (each holds a connection); None: no cap beyond the
@@ -103,6 +105,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             target: String::new(),
+            tls: crate::TlsOptions::default(),
             host: None,
             max_conns: None,
             keep_alive: false,

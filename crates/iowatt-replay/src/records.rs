@@ -24,10 +24,12 @@ pub enum ErrorKind {
     Cancelled = 6,
     /// Never sent: the replay was cancelled before its due time.
     NotSent = 7,
+    /// The TLS handshake failed (a certificate not trusted, no common protocol).
+    Tls = 8,
 }
 
 impl ErrorKind {
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "",
         "refused",
         "connect",
@@ -36,6 +38,7 @@ impl ErrorKind {
         "protocol",
         "cancelled",
         "not_sent",
+        "tls",
     ];
 
     pub fn name(self) -> &'static str {

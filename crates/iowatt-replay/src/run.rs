@@ -9,9 +9,10 @@ use hyper::Method;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::client::{exchange, request_uri, Ask, Pool, Reached};
+use crate::client::{exchange, request_uri, Ask, Dial, Pool, Reached};
 use crate::records::Slots;
 use crate::timer::Timer;
+use crate::tls;
 use crate::{Config, ErrorKind, Histograms, Plan, Progress, Records, ReplayError, Target};
 
 /// The probe connection's limit.
@@ -22,6 +23,7 @@ pub struct Replay {
     plan: Plan,
     config: Config,
     target: Target,
+    dial: Dial,
     methods: Vec<Method>,
     hosts: Vec<HeaderValue>,
 }
@@ -55,6 +57,14 @@ impl Replay {
             return Err(ReplayError::Plan("max_conns must be at least 1".into()));
         }
         let target = Target::parse(&config.target)?;
+        let tls = match &target.tls_host {
+            None => None,
+            Some(host) => Some((tls::connector(&config.tls)?, tls::server_name(host)?)),
+        };
+        let dial = Dial {
+            addr: target.addr,
+            tls,
+        };
         let methods = plan
             .methods
             .iter()
@@ -79,6 +89,7 @@ impl Replay {
             plan,
             config,
             target,
+            dial,
             methods,
             hosts,
         })
@@ -255,7 +266,7 @@ async fn one(shared: Arc<Shared>, i: usize, _permit: Option<OwnedSemaphorePermit
                 host: replay.host(i),
                 client: plan.client[i],
             };
-            let exchange = exchange(replay.target.addr, shared.pool.as_ref(), ask, &mut reached);
+            let exchange = exchange(&replay.dial, shared.pool.as_ref(), ask, &mut reached);
             match tokio::time::timeout(replay.config.timeout, exchange).await {
                 Ok(Ok(())) => ErrorKind::None,
                 Ok(Err(kind)) => kind,

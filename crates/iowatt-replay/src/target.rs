@@ -1,4 +1,4 @@
-//! The server under replay: `http://host[:port][/prefix]`, resolved once before the schedule.
+//! The server under replay: `http[s]://host[:port][/prefix]`, resolved once before the schedule.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -11,17 +11,19 @@ pub struct Target {
     pub authority: String,
     /// Prepended to every request's target (no trailing slash); empty for `/`.
     pub prefix: String,
+    /// An https target: the host its certificate must name.
+    pub tls_host: Option<String>,
 }
 
 impl Target {
     pub fn parse(url: &str) -> Result<Self, ReplayError> {
         let bad = |why: &str| ReplayError::Target(format!("target {url:?} {why}"));
-        let rest = if let Some(rest) = url.strip_prefix("http://") {
-            rest
-        } else if url.starts_with("https://") {
-            return Err(bad("is https, which this engine does not speak yet"));
+        let (rest, tls) = if let Some(rest) = url.strip_prefix("http://") {
+            (rest, false)
+        } else if let Some(rest) = url.strip_prefix("https://") {
+            (rest, true)
         } else {
-            return Err(bad("is not an http:// URL"));
+            return Err(bad("is not an http:// or https:// URL"));
         };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -36,7 +38,11 @@ impl Target {
         let with_port = if has_port(authority) {
             authority.to_owned()
         } else {
-            format!("{authority}:80")
+            format!("{authority}:{}", if tls { 443 } else { 80 })
+        };
+        let host = match authority.rfind(':') {
+            Some(colon) if has_port(authority) => &authority[..colon],
+            _ => authority,
         };
         let addr = with_port
             .to_socket_addrs()
@@ -47,6 +53,7 @@ impl Target {
             addr,
             authority: authority.to_owned(),
             prefix: path.trim_end_matches('/').to_owned(),
+            tls_host: tls.then(|| host.to_owned()),
         })
     }
 }
@@ -74,17 +81,22 @@ mod tests {
         let t = Target::parse("http://[::1]:81").unwrap();
         assert_eq!(t.addr, "[::1]:81".parse().unwrap());
         assert_eq!(Target::parse("http://127.0.0.1").unwrap().addr.port(), 80);
+        let t = Target::parse("https://[::1]").unwrap();
+        assert_eq!((t.addr.port(), t.tls_host.as_deref()), (443, Some("[::1]")));
+        let t = Target::parse("https://127.0.0.1:8443/x").unwrap();
+        assert_eq!(t.tls_host.as_deref(), Some("127.0.0.1"));
+        assert_eq!(Target::parse("http://127.0.0.1").unwrap().tls_host, None);
     }
 
     #[test]
-    fn what_is_not_a_plain_http_url_is_refused_by_name() {
+    fn what_is_not_an_http_url_is_refused_by_name() {
         for url in [
             "ftp://x",
             "127.0.0.1:80",
             "http://",
             "http://u@h/",
             "http://h/?q",
-            "https://h",
+            "https://",
         ] {
             let e = Target::parse(url).unwrap_err().to_string();
             assert!(e.contains(&format!("{url:?}")), "{e}");

@@ -25,7 +25,7 @@ stall shows. --warmup and --cooldown (log time) are replayed but left out of the
 
 @click.command(help=HELP)
 @click.argument("trace", type=click.Path(path_type=Path))
-@click.option("--target", required=True, help="The server: http://HOST[:PORT][/PREFIX].")
+@click.option("--target", required=True, help="The server: http[s]://HOST[:PORT][/PREFIX].")
 @click.option("--speedup", type=float, default=1.0, show_default=True,
               help="Replay this many times faster than the log (the study used 8).")  # fmt: skip
 @click.option("--max-conns", type=int, help="Most connections open at once; more wait in order.")
@@ -36,6 +36,9 @@ stall shows. --warmup and --cooldown (log time) are replayed but left out of the
 @click.option("--cooldown", help="Log time at the end left out of the headline, e.g. 2h.")
 @click.option("--duration", help="Replay only this much of the log from its start, e.g. 1h.")
 @click.option("--host-header", help="Host header of every request [the target's host].")
+@click.option("--ca-file", type=click.Path(path_type=Path),
+              help="https: also trust the CA certificates in this PEM file.")  # fmt: skip
+@click.option("--insecure", is_flag=True, help="https: accept any server certificate.")
 @click.option("--format", "fmt", default="combined", show_default=True,
               help="A log's format: common, combined, vhost_combined or a string.")  # fmt: skip
 @click.option("--spread", default="start", show_default=True,

@@ -42,6 +42,10 @@ class ReplayConfig:
     cooldown_s: float = 0.0
     duration_s: float | None = None
     host_header: str | None = None
+    # https: PEM certificates trusted beside the Mozilla roots, or no certificate check at all
+    ca_file: Path | None = None
+    ca_pem: bytes | None = None
+    insecure: bool = False
     threads: int = 1
     labels: dict[str, str] = field(default_factory=dict)
     power: list[SourceSpec] = field(default_factory=list)
@@ -65,6 +69,8 @@ class ReplayConfig:
             "cooldown_s": self.cooldown_s,
             "duration_s": self.duration_s,
             "host_header": self.host_header,
+            "ca_file": str(self.ca_file) if self.ca_file else None,
+            "insecure": self.insecure,
             "threads": self.threads,
             "workloads": [{"name": "replay", "personality": "replay"}],
             "power": {
@@ -92,6 +98,8 @@ def plan(
     cooldown: str | None = None,
     duration: str | None = None,
     host_header: str | None = None,
+    ca_file: Path | None = None,
+    insecure: bool = False,
     threads: int = 1,
     labels: dict[str, str] | None = None,
     power: tuple[str, ...] = (),
@@ -102,14 +110,18 @@ def plan(
     """Checks every option, then reads the trace (the slow part) last."""
     if not _URL.match(target):
         raise ConfigError(
-            f"--target `{target}` is not an http:// URL",
-            "give the server as http://HOST[:PORT][/PREFIX], e.g. --target http://127.0.0.1:8080",
+            f"--target `{target}` is not an http:// or https:// URL",
+            "give the server as http[s]://HOST[:PORT][/PREFIX], e.g. --target "
+            "http://127.0.0.1:8080",
         )
-    if target.startswith("https://"):
+    if (ca_file or insecure) and not target.startswith("https://"):
         raise ConfigError(
-            f"--target `{target}`: https is not supported yet",
-            "replay against the server's plain http port",
+            f"--ca-file and --insecure are for https targets, and `{target}` is http",
+            "drop them, or give the server's https URL",
         )
+    if ca_file and insecure:
+        raise ConfigError("--ca-file and --insecure contradict each other", "give one of them")
+    ca_pem = _read_ca(ca_file) if ca_file else None
     speedup = check_finite(speedup, "--speedup", "--speedup 8")
     if not 0 < speedup <= MAX_SPEEDUP:
         raise ConfigError(
@@ -141,6 +153,9 @@ def plan(
         cooldown_s=parse_duration(cooldown, "--cooldown") if cooldown else 0.0,
         duration_s=parse_duration(duration, "--duration") if duration else None,
         host_header=host_header,
+        ca_file=ca_file,
+        ca_pem=ca_pem,
+        insecure=insecure,
         threads=threads,
         labels=labels or {},
         power=sources,
@@ -162,6 +177,19 @@ def plan(
             "shorten them",
         )
     return config
+
+
+def _read_ca(path: Path) -> bytes:
+    hint = "give the PEM file of the CA (or self-signed certificate) the server's is signed by"
+    try:
+        if not path.is_file():
+            raise ConfigError(f"--ca-file `{path}` is not a file", hint)
+        data = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"--ca-file `{path}` cannot be read: {e.strerror}", hint) from None
+    if len(data) > 1 << 20 or b"-----BEGIN CERTIFICATE-----" not in data:
+        raise ConfigError(f"--ca-file `{path}` holds no PEM certificate", hint)
+    return data
 
 
 def connection_limit(max_conns: int | None) -> int:

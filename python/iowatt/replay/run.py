@@ -44,7 +44,7 @@ def run(
     engine = Replay(
         n, columns, methods, target=config.target, host=config.host_header,
         max_conns=config.conn_limit, keep_alive=config.keep_alive, timeout_s=config.timeout_s,
-        threads=config.threads, window=measured,
+        threads=config.threads, window=measured, ca_pem=config.ca_pem, insecure=config.insecure,
     )  # fmt: skip
     writer = RunWriter(config.results, new_run_id("replay"))
     started_ns = time.time_ns()
