@@ -240,6 +240,22 @@ def test_an_https_server_is_replayed_when_its_certificate_is_trusted(capsys, tmp
     assert len(served) == 2 * len(rows[None, True])
 
 
+def test_the_logs_host_header_is_sent_unless_one_is_given(capsys, tmp_path, site):
+    log = tmp_path / "vhost.log"
+    vhosts = ["www.a.org", "b.org", "www.a.org"]
+    log.write_text("".join(
+        f'{v}:80 10.0.0.{i} - - [02/Mar/2026:00:00:0{i} +0000] "GET /x HTTP/1.1" 404 1 "-" "-"\n'
+        for i, v in enumerate(vhosts)))  # fmt: skip
+    results = tmp_path / "results"
+    args = ["--format", "vhost_combined", "--speedup", "10", "--results", results, "-q"]
+    with nginx(site["www"], tmp_path / "nginx") as url:
+        assert iowatt(capsys, "replay", log, "--target", url, *args).code == 0
+        given = iowatt(capsys, "replay", log, "--target", url, "--host-header", "c.org", *args)
+        assert given.code == 0
+        hosts = [line.rsplit('"', 2)[-2] for line in access_lines(tmp_path / "nginx")]
+    assert hosts == [*vhosts, "c.org", "c.org", "c.org"]
+
+
 def test_a_split_trace_replays_like_its_log(capsys, tmp_path, site):
     split = tmp_path / "split"
     assert iowatt(capsys, "trace", "split", site["log"], "-o", split).code == 0

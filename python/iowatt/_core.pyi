@@ -101,6 +101,8 @@ class Replay:
         target_offsets: bytes,
         target_data: bytes,
         client: bytes,
+        host_index: bytes,
+        hosts: list[str],
         *,
         target: str,
         host: str | None,

@@ -405,12 +405,19 @@ class Replay(_EngineJob):
 
     _run: _core.Replay
 
-    def __init__(self, n: int, buffers: Mapping[str, bytes], methods: list[str], **config: Any):
+    def __init__(
+        self,
+        n: int,
+        buffers: Mapping[str, bytes],
+        methods: list[str],
+        hosts: list[str],
+        **config: Any,
+    ) -> None:
         b = buffers
         self._run = _engine_call(
             lambda: _core.Replay(
                 n, b["due_ns"], b["method"], methods, b["target_offsets"], b["target_data"],
-                b["client"], **config,
+                b["client"], b.get("host_index", b""), hosts, **config,
             )
         )  # fmt: skip
 

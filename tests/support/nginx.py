@@ -1,7 +1,7 @@
 """nginx (Debian's nginx-light) on loopback for the replay tests and benchmarks: serves ROOT,
 answers `/slow` after a delay (the echo module's echo_sleep, shipped with nginx-light) and logs
-every request in Combined format. Started in the foreground, ready once it accepts a
-connection, stopped with its worker at the end."""
+every request in Combined format with its Host header after. Started in the foreground, ready
+once it accepts a connection, stopped with its worker at the end."""
 
 from __future__ import annotations
 
@@ -26,7 +26,10 @@ pid {dir}/nginx.pid;
 error_log {dir}/error.log;
 events {{ worker_connections 16384; }}
 http {{
-    access_log {dir}/access.log combined;
+    # Combined, and the Host header each request carried.
+    log_format replay '$remote_addr - $remote_user [$time_local] "$request" $status '
+                      '$body_bytes_sent "$http_referer" "$http_user_agent" "$http_host"';
+    access_log {dir}/access.log replay;
     client_body_temp_path {dir}/body;
     proxy_temp_path {dir}/proxy;
     fastcgi_temp_path {dir}/fastcgi;

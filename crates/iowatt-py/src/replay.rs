@@ -37,12 +37,13 @@ pub struct Replay {
 impl Replay {
     /// The plan as little-endian buffers of `n` rows: `due_ns` uint64 (non-decreasing),
     /// `method` uint8 codes into `methods`, `target_offsets` int64 (n + 1) over `target_data`,
-    /// `client` uint32. Checked here, with the target URL, before anything is sent. An https
+    /// `client` uint32, `host_index` uint32 into `hosts` (the Host header per request; both
+    /// empty for one Host header for all). Checked here, with the target URL, before anything is sent. An https
     /// target trusts the Mozilla roots and the PEM certificates of `ca_pem`, or with
     /// `insecure` any certificate.
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (n, due_ns, method, methods, target_offsets, target_data, client, *, target, host, max_conns, keep_alive, timeout_s, threads, window, ca_pem=None, insecure=false))]
+    #[pyo3(signature = (n, due_ns, method, methods, target_offsets, target_data, client, host_index, hosts, *, target, host, max_conns, keep_alive, timeout_s, threads, window, ca_pem=None, insecure=false))]
     fn new(
         py: Python<'_>,
         n: usize,
@@ -52,6 +53,8 @@ impl Replay {
         target_offsets: &[u8],
         target_data: &[u8],
         client: &[u8],
+        host_index: &[u8],
+        hosts: Vec<String>,
         target: String,
         host: Option<String>,
         max_conns: Option<usize>,
@@ -77,8 +80,12 @@ impl Replay {
                     .collect::<Result<_, _>>()?,
                 target_data: target_data.to_vec(),
                 client: values(client, n).ok_or_else(shape)?,
-                host: Vec::new(),
-                hosts: Vec::new(),
+                host: if hosts.is_empty() {
+                    Vec::new()
+                } else {
+                    values(host_index, n).ok_or_else(shape)?
+                },
+                hosts,
             };
             let config = Config {
                 target,

@@ -151,6 +151,7 @@ fn block_dict<'py>(py: Python<'py>, r: &Requests) -> PyResult<Bound<'py, PyDict>
         ("host", &r.host),
         ("method", &r.method),
         ("target", &r.target),
+        ("vhost", &r.vhost),
     ] {
         let offsets = column_bytes(py, &strings.offsets)?;
         d.set_item(name, (offsets, PyBytes::new(py, &strings.data)))?;

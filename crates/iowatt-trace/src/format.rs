@@ -32,7 +32,7 @@ pub enum Directive {
     Status,
     /// `%b`, `%B`, `%O`: bytes sent (`-` for none).
     Bytes,
-    /// `%v`, `%V`: the virtual host.
+    /// `%v`, `%V`: the virtual host; `%{Host}i`: the Host header the client sent.
     VHost,
     /// `%{Referer}i`.
     Referer,
@@ -146,6 +146,7 @@ fn directive(letter: char, arg: &str) -> Option<Directive> {
         'v' | 'V' => Directive::VHost,
         'i' if arg.eq_ignore_ascii_case("referer") => Directive::Referer,
         'i' if arg.eq_ignore_ascii_case("user-agent") => Directive::UserAgent,
+        'i' if arg.eq_ignore_ascii_case("host") => Directive::VHost,
         'i' | 'o' | 'n' | 'e' | 'C' | 'c' | 'x' => Directive::Skip,
         c if SKIPPED.contains(c) => Directive::Skip,
         _ => return None,

@@ -89,6 +89,8 @@ pub struct Requests {
     pub host: Strings,
     pub method: Strings,
     pub target: Strings,
+    /// The virtual host (`%v`) or Host header (`%{Host}i`); empty when the format has none.
+    pub vhost: Strings,
     pub status: Vec<u16>,
     /// Bytes sent; -1 where the log says `-`.
     pub bytes: Vec<i64>,
@@ -127,6 +129,7 @@ impl Requests {
             ),
             (&mut self.method, |r| &r.method),
             (&mut self.target, |r| &r.target),
+            (&mut self.vhost, |r| &r.vhost),
         ] {
             mine.offsets.reserve_exact(rows);
             mine.data
@@ -141,6 +144,7 @@ impl Requests {
         self.host.append(&other.host);
         self.method.append(&other.method);
         self.target.append(&other.target);
+        self.vhost.append(&other.vhost);
         self.status.extend_from_slice(&other.status);
         self.bytes.extend_from_slice(&other.bytes);
     }
@@ -156,6 +160,7 @@ impl Requests {
             host: self.host.gather(order),
             method: self.method.gather(order),
             target: self.target.gather(order),
+            vhost: self.vhost.gather(order),
         }
     }
 }
@@ -355,6 +360,7 @@ fn parse_block(text: &[u8], first_line: u64, format: &LogFormat) -> Parsed {
                 r.host.push(&record.host);
                 r.method.push(&record.method);
                 r.target.push(&record.target);
+                r.vhost.push(record.vhost.as_deref().unwrap_or(""));
                 r.status.push(record.status);
                 r.bytes.push(
                     record

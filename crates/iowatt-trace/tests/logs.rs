@@ -63,3 +63,24 @@ fn a_gzip_log_reads_like_the_plain_one() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(a.unwrap().requests(), b.unwrap().requests());
 }
+
+#[test]
+fn the_virtual_host_or_host_header_is_kept_per_request_and_empty_without_one() {
+    let vhost = "www.a.org:80 1.2.3.4 - - [01/Jan/2024:00:00:01 +0000] \"GET /x HTTP/1.1\" 200 5 \"-\" \"-\"\nb.org:443 1.2.3.4 - - [01/Jan/2024:00:00:00 +0000] \"GET /y HTTP/1.1\" 200 5 \"-\" \"-\"\n";
+    let p = parse_text(vhost, &LogFormat::parse("vhost_combined").unwrap());
+    assert_eq!(
+        p.requests().vhost.iter().collect::<Vec<_>>(),
+        ["b.org", "www.a.org"]
+    );
+    let header = "1.2.3.4 [01/Jan/2024:00:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"c.org:8080\"\n";
+    let p = parse_text(
+        header,
+        &LogFormat::parse("%h %t \"%r\" %>s %b \"%{Host}i\"").unwrap(),
+    );
+    assert_eq!(
+        p.requests().vhost.iter().collect::<Vec<_>>(),
+        ["c.org:8080"]
+    );
+    let p = parse_text(LOG, &common());
+    assert!(p.requests().vhost.iter().all(str::is_empty));
+}

@@ -35,7 +35,7 @@ stall shows. --warmup and --cooldown (log time) are replayed but left out of the
 @click.option("--warmup", help="Log time at the start left out of the headline, e.g. 6h.")
 @click.option("--cooldown", help="Log time at the end left out of the headline, e.g. 2h.")
 @click.option("--duration", help="Replay only this much of the log from its start, e.g. 1h.")
-@click.option("--host-header", help="Host header of every request [the target's host].")
+@click.option("--host-header", help="Host header of every request [the log's, else the target's].")
 @click.option("--ca-file", type=click.Path(path_type=Path),
               help="https: also trust the CA certificates in this PEM file.")  # fmt: skip
 @click.option("--insecure", is_flag=True, help="https: accept any server certificate.")

@@ -237,8 +237,9 @@ def window(config: ReplayConfig) -> tuple[int, int]:
     return start, end
 
 
-def buffers(config: ReplayConfig) -> tuple[int, dict[str, bytes], list[str]]:
-    """The plan as the engine takes it: row count, little-endian column buffers, methods."""
+def buffers(config: ReplayConfig) -> tuple[int, dict[str, bytes], list[str], list[str]]:
+    """The plan as the engine takes it: row count, little-endian column buffers, methods and
+    the Host headers ``host_index`` points into (none: every request gets the same one)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -255,14 +256,21 @@ def buffers(config: ReplayConfig) -> tuple[int, dict[str, bytes], list[str]]:
     targets = requests["target"].combine_chunks().cast(pa.large_string())
     offsets = np.frombuffer(targets.buffers()[1], np.int64)[targets.offset : targets.offset + n + 1]
     clients = pc.dictionary_encode(requests["host"].combine_chunks()).indices
-    return (
-        n,
-        {
-            "due_ns": due.tobytes(),
-            "method": methods.indices.to_numpy(zero_copy_only=False).astype(np.uint8).tobytes(),
-            "target_offsets": offsets.tobytes(),
-            "target_data": targets.buffers()[2].to_pybytes() if n else b"",
-            "client": clients.to_numpy(zero_copy_only=False).astype(np.uint32).tobytes(),
-        },
-        [str(m) for m in methods.dictionary.to_pylist()],
-    )
+    columns = {
+        "due_ns": due.tobytes(),
+        "method": methods.indices.to_numpy(zero_copy_only=False).astype(np.uint8).tobytes(),
+        "target_offsets": offsets.tobytes(),
+        "target_data": targets.buffers()[2].to_pybytes() if n else b"",
+        "client": clients.to_numpy(zero_copy_only=False).astype(np.uint32).tobytes(),
+    }
+    hosts: list[str] = []
+    vhost = requests["vhost"]
+    if config.host_header is None and vhost.null_count < n:
+        # The log's own Host header (%v or %{Host}i); the target's where a line has none.
+        authority = config.target.split("://", 1)[1].split("/", 1)[0]
+        encoded = pc.dictionary_encode(pc.fill_null(vhost, authority).combine_chunks())
+        columns["host_index"] = (
+            encoded.indices.to_numpy(zero_copy_only=False).astype(np.uint32).tobytes()
+        )
+        hosts = [str(h) for h in encoded.dictionary.to_pylist()]
+    return n, columns, [str(m) for m in methods.dictionary.to_pylist()], hosts

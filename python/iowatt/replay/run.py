@@ -39,10 +39,10 @@ def run(
 ) -> Path:
     """Replays the trace and commits the run; returns its directory."""
     sink = sink or WarningSink()
-    n, columns, methods = buffers(config)
+    n, columns, methods, hosts = buffers(config)
     measured = window(config)
     engine = Replay(
-        n, columns, methods, target=config.target, host=config.host_header,
+        n, columns, methods, hosts, target=config.target, host=config.host_header,
         max_conns=config.conn_limit, keep_alive=config.keep_alive, timeout_s=config.timeout_s,
         threads=config.threads, window=measured, ca_pem=config.ca_pem, insecure=config.insecure,
     )  # fmt: skip

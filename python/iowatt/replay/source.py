@@ -14,15 +14,16 @@ from iowatt.errors import ConfigError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# The columns a replay needs of a split's requests.parquet.
-COLUMNS = ("offset_ns", "time_s", "method", "target", "status", "bytes", "host", "line")
+# The columns a replay needs of a split's requests.parquet (`vhost`, the log's Host header, is
+# added where it is missing: splits made before it was kept).
+COLUMNS = ("offset_ns", "time_s", "method", "target", "status", "bytes", "host", "line", "vhost")
 
 
 @dataclass
 class Trace:
     path: Path
     # offset_ns (int64, from the first second's start, after the spread policy), time_s, method,
-    # target, status (the log's), bytes (the log's), host (the client), line
+    # target, status (the log's), bytes (the log's), host (the client), line, vhost (or null)
     requests: pa.Table
     spread: str
     described: dict[str, Any]
@@ -64,7 +65,12 @@ def _split(path: Path) -> Trace:
     hint = "give a directory written by `iowatt trace split`, or the log itself"
     try:
         record = json.loads((path / "trace.json").read_text())
-        requests = pq.read_table(path / "requests.parquet", columns=list(COLUMNS))
+        have = set(pq.read_schema(path / "requests.parquet").names)
+        requests = pq.read_table(
+            path / "requests.parquet", columns=[c for c in COLUMNS if c in have]
+        )
+        if "vhost" not in have:
+            requests = requests.append_column("vhost", pa.nulls(requests.num_rows, pa.string()))
         schedule = pq.read_table(path / "schedule.parquet", columns=["requests"])
     except FileNotFoundError as e:
         raise ConfigError(f"`{path}` has no {Path(str(e.filename)).name}", hint) from None

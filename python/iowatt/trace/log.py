@@ -4,7 +4,8 @@ line counted, bad ones with their numbers and reasons, the requests in time orde
 Columns: ``time_s`` (int64, seconds since the epoch, UTC), ``zone_s`` (int32, the line's zone
 offset, seconds east of UTC), ``line`` (uint64, 1-based), ``host``, ``method``, ``target``
 (strings as written, Apache's escapes undone), ``status`` (uint16), ``bytes`` (int64, null where
-the log says ``-``).
+the log says ``-``), ``vhost`` (the virtual host ``%v`` or the Host header ``%{Host}i``; null
+when the format has neither).
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ def schema() -> pa.Schema:
             ("target", pa.large_string()),
             ("status", pa.uint16()),
             ("bytes", pa.int64()),
+            ("vhost", pa.large_string()),
         ]
     )
 
@@ -122,6 +124,7 @@ def _batch(block: dict[str, Any]) -> pa.RecordBatch:
         )
 
     sent = column(pa.int64(), block["bytes"])
+    vhost = strings(block["vhost"])
     return pa.record_batch(
         [
             column(pa.int64(), block["time"]),
@@ -133,6 +136,7 @@ def _batch(block: dict[str, Any]) -> pa.RecordBatch:
             column(pa.uint16(), block["status"]),
             # -1 is the parser's `-`: null, so sums and means skip it.
             pc.if_else(pc.less(sent, 0), None, sent),
+            pc.if_else(pc.equal(vhost, ""), None, vhost),
         ],
         schema=schema(),
     )

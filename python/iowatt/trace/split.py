@@ -5,8 +5,8 @@ how they were made, in a directory the replay engine reads.
 ``DIR/schedule.parquet``: ``second`` (from the trace's start), ``time_s`` (epoch seconds, UTC),
 ``requests``. ``DIR/requests.parquet``: ``seq`` (issue order), ``offset_ns`` (when it goes out,
 from the first second's start, after the ``--spread`` policy), ``time_s``, ``method``,
-``target``, ``status``, ``bytes``, ``host``, ``line``. ``DIR/trace.json``: the source log, its
-format, the filters and spread, what reading found, and what each filter dropped.
+``target``, ``status``, ``bytes``, ``host``, ``line``, ``vhost``. ``DIR/trace.json``: the source
+log, its format, the filters and spread, what reading found, and what each filter dropped.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def split(log: Log, filters: Filters, spread: str, out: Path) -> dict[str, Any]:
             "bytes": table["bytes"],
             "host": table["host"],
             "line": table["line"],
+            "vhost": table["vhost"],
         }
     )
     schedule = pa.table(
