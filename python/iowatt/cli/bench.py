@@ -13,7 +13,7 @@ from iowatt.bench.fileio import PERSONALITIES, SUITES
 from iowatt.bench.filemacro import SUITE, messages
 from iowatt.cli.comparison import show_comparison
 from iowatt.cli.progress import RichReporter
-from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
+from iowatt.cli.run_options import power_and_output
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import U64_MAX, check_int, parse_labels
 
@@ -50,13 +50,7 @@ each, 64 MiB file) in a temporary directory.
 @click.option("--repeat", type=int, default=1, help="Run it N times and summarise the series.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--destroy-data", is_flag=True, help="Allow writing over a device with data on it.")
-@click.option("--power", "power", multiple=True, metavar="SOURCE", help=SOURCE_HELP)
-@click.option("--power-hz", type=float, default=DEFAULT_HZ, show_default=True,
-              help="Power samples per second.")  # fmt: skip
-@click.option("--idle", help="With --power: measure idle power this long first, e.g. 30s.")
-@click.option("--no-report", is_flag=True, help="Do not write report.html.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json to stdout.")
+@power_and_output
 def bench(
     workload: str | None,
     suite: str | None,

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
+from iowatt.cli.run_options import power_and_output
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import format_duration, format_ns, format_rate, parse_labels
 
@@ -47,13 +47,7 @@ stall shows. --warmup and --cooldown (log time) are replayed but left out of the
               help="Threads of the replaying engine.")  # fmt: skip
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
-@click.option("--power", "power", multiple=True, metavar="SOURCE", help=SOURCE_HELP)
-@click.option("--power-hz", type=float, default=DEFAULT_HZ, show_default=True,
-              help="Power samples per second.")  # fmt: skip
-@click.option("--idle", help="With --power: measure idle power this long first, e.g. 30s.")
-@click.option("--no-report", is_flag=True, help="Do not write report.html.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json to stdout.")
+@power_and_output
 def replay(
     trace: Path,
     labels: tuple[str, ...],
