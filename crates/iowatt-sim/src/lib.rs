@@ -1,0 +1,19 @@
+//! The simulation core iowatt's simulators share (server cooling, RAID power policies, cluster
+//! task packing).
+//!
+//! - [`EventQueue`]: a discrete-event schedule in integer nanoseconds. Events at the same time
+//!   come out in the order they were scheduled, so a run never depends on the heap's tie-breaks.
+//! - [`Streams`]: one seeded random stream per component, so adding a component or drawing
+//!   more from one never shifts another's numbers. [`exponential`] draws with a portable `ln`
+//!   (libm), so the same seed gives the same bits on any machine.
+//! - [`thermal`]: compact RC networks (HotSpot style) integrated exactly over a fixed step. The
+//!   step's matrices are precomputed once per network (per fan level), so a tick is one
+//!   matrix-vector product.
+
+mod linalg;
+mod queue;
+mod random;
+pub mod thermal;
+
+pub use queue::EventQueue;
+pub use random::{exponential, Streams};

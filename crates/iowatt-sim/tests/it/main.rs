@@ -1,0 +1,2 @@
+mod mm1;
+mod thermal;
