@@ -9,8 +9,10 @@
 //! - [`thermal`]: compact RC networks (HotSpot style) integrated exactly over a fixed step. The
 //!   step's matrices are precomputed once per network (per fan level), so a tick is one
 //!   matrix-vector product.
+//! - [`mm1`]: the M/M/1 queue, the model with a known answer the core is checked against.
 
 mod linalg;
+pub mod mm1;
 mod queue;
 mod random;
 pub mod thermal;
