@@ -394,8 +394,8 @@ class ReplayResult(TypedDict):
     # bytes (uint64), status (uint16, 0: no response), error (uint8 codes into ``errors``)
     columns: dict[str, bytes]
     errors: list[str]
-    # ttfb, completion (from the due time), ttfb_sent, completion_sent: (value_ns, count)
-    histograms: dict[str, list[tuple[int, int]]]
+    # ttfb, completion (from the due time), ttfb_sent, completion_sent
+    histograms: dict[str, Histogram]
 
 
 class Replay(_EngineJob):

@@ -9,7 +9,8 @@ the Rust code, so a recomputed percentile equals the reported one bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -60,3 +61,18 @@ def cdf(
     if cumulative.size == 0:
         return values, cumulative.astype(np.float64)
     return values, cumulative / cumulative[-1]
+
+
+def latency_summary(hist: Mapping[str, Any]) -> dict[str, Any]:
+    """summary.json's ``latency_ns`` of an engine histogram (``value_ns``, ``count``, and the
+    exact ``min_ns``, ``mean_ns``, ``stdev_ns``, ``max_ns`` the engine keeps beside them)."""
+    values, counts = hist["value_ns"], hist["count"]
+    out: dict[str, Any] = {
+        "min": hist["min_ns"],
+        "mean": hist["mean_ns"],
+        "stdev": hist["stdev_ns"],
+    }
+    for p in STANDARD_PERCENTILES:
+        out[f"p{p:g}"] = percentile(values, counts, p)
+    out["max"] = hist["max_ns"]
+    return out

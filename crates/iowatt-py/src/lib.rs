@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod anonymize;
 mod columns;
 mod errors;
+mod histogram;
 mod power;
 mod replay;
 mod trace;

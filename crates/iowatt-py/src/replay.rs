@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use iowatt_metrics::LatencyHistogram;
 use iowatt_replay::{
     Config, ErrorKind, Histograms, Plan, ReplayError, ReplayHandle, Status, TlsOptions,
 };
@@ -13,6 +12,7 @@ use pyo3::types::PyDict;
 
 use crate::columns::{column_bytes, values};
 use crate::errors::raise;
+use crate::histogram::hist_dict;
 
 fn from_replay(py: Python<'_>, e: &ReplayError) -> PyErr {
     let (class, kind) = match e {
@@ -37,8 +37,8 @@ pub struct Replay {
 impl Replay {
     /// The plan as little-endian buffers of `n` rows: `due_ns` uint64 (non-decreasing),
     /// `method` uint8 codes into `methods`, `target_offsets` int64 (n + 1) over `target_data`,
-    /// `client` uint32, `host_index` uint32 into `hosts` (the Host header per request; both
-    /// empty for one Host header for all). Checked here, with the target URL, before anything is sent. An https
+    /// `client` uint32, `host_index` uint32 into `hosts` (the log's Host header per request,
+    /// "" where a line has none; both empty when the log has none; `host` goes over them). Checked here, with the target URL, before anything is sent. An https
     /// target trusts the Mozilla roots and the PEM certificates of `ca_pem`, or with
     /// `insecure` any certificate.
     #[new]
@@ -139,8 +139,8 @@ impl Replay {
     }
 
     /// Status, the schedule's zero on CLOCK_MONOTONIC, every request's record as column
-    /// buffers and the window's histograms as (value_ns, count) buckets; raises the replay's
-    /// error if it failed.
+    /// buffers and the window's histograms (as a workload's); raises the replay's error if it
+    /// failed.
     fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.handle
             .with_outcome(|outcome| {
@@ -179,11 +179,7 @@ impl Replay {
 fn histograms<'py>(py: Python<'py>, h: &Histograms) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (name, hist) in Histograms::NAMES.iter().zip(h.all()) {
-        d.set_item(*name, buckets(hist))?;
+        d.set_item(*name, hist_dict(py, hist)?)?;
     }
     Ok(d)
-}
-
-fn buckets(h: &LatencyHistogram) -> Vec<(u64, u64)> {
-    h.buckets().iter().map(|b| (b.value_ns, b.count)).collect()
 }

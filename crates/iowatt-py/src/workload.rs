@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use iowatt_metrics::LatencyHistogram;
 use iowatt_workload::{FileIo, Output, RunHandle, Status, Workload};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::{from_workload, raise};
+use crate::histogram::hist_dict;
 
 #[pyclass(module = "iowatt._core")]
 pub struct WorkloadRun {
@@ -156,21 +156,5 @@ fn output_dict<'py>(
         rows.iter().map(|r| r.slow_ops.clone()).collect::<Vec<_>>(),
     )?;
     d.set_item("intervals", iv)?;
-    Ok(d)
-}
-
-fn hist_dict<'py>(py: Python<'py>, h: &LatencyHistogram) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    let buckets = h.buckets();
-    d.set_item(
-        "value_ns",
-        buckets.iter().map(|b| b.value_ns).collect::<Vec<_>>(),
-    )?;
-    d.set_item("count", buckets.iter().map(|b| b.count).collect::<Vec<_>>())?;
-    d.set_item("min_ns", h.min())?;
-    d.set_item("max_ns", h.max())?;
-    d.set_item("mean_ns", h.mean())?;
-    d.set_item("stdev_ns", h.stdev())?;
-    d.set_item("saturated", h.saturated())?;
     Ok(d)
 }

@@ -78,25 +78,34 @@ pub(crate) struct Conn {
 
 /// Kept-alive connections waiting for their client's next request, at most `cap` in all.
 pub(crate) struct Pool {
-    idle: Mutex<HashMap<u32, Vec<Conn>>>,
-    count: AtomicU64,
-    cap: u64,
+    idle: Mutex<Idle>,
+    cap: usize,
+}
+
+#[derive(Default)]
+struct Idle {
+    by_client: HashMap<u32, Vec<Conn>>,
+    count: usize,
 }
 
 impl Pool {
     pub fn new(cap: usize) -> Self {
         Self {
-            idle: Mutex::new(HashMap::new()),
-            count: AtomicU64::new(0),
-            cap: cap as u64,
+            idle: Mutex::new(Idle::default()),
+            cap,
         }
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Idle> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn take(&self, client: u32) -> Option<Conn> {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let conns = idle.get_mut(&client)?;
+        let mut idle = self.lock();
+        let Idle { by_client, count } = &mut *idle;
+        let conns = by_client.get_mut(&client)?;
         while let Some(c) = conns.pop() {
-            self.count.fetch_sub(1, Relaxed);
+            *count -= 1;
             if !c.sender.is_closed() && c.sender.is_ready() {
                 return Some(c);
             }
@@ -105,12 +114,12 @@ impl Pool {
     }
 
     fn put(&self, client: u32, conn: Conn) {
-        if self.count.load(Relaxed) >= self.cap || conn.sender.is_closed() {
+        let mut idle = self.lock();
+        if idle.count >= self.cap || conn.sender.is_closed() {
             return;
         }
-        self.count.fetch_add(1, Relaxed);
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        idle.entry(client).or_default().push(conn);
+        idle.count += 1;
+        idle.by_client.entry(client).or_default().push(conn);
     }
 }
 
@@ -175,7 +184,8 @@ pub(crate) async fn exchange(
         }
     }
     if let Some(pool) = pool {
-        conn.sender.ready().await.map_err(|e| classify(&e)).ok();
+        // A connection that fails to become ready is closed, and `put` drops it.
+        let _ = conn.sender.ready().await;
         pool.put(ask.client, conn);
     }
     Ok(())

@@ -18,7 +18,8 @@ pub struct Plan {
     /// The client address's number per request (requests of one client may share a kept-alive
     /// connection).
     pub client: Vec<u32>,
-    /// Index into `hosts` per request for the Host header; empty to use [`Config::host`].
+    /// Index into `hosts` per request: the log's Host header ("" where a line has none); empty
+    /// when the log has none at all.
     pub host: Vec<u32>,
     pub hosts: Vec<String>,
 }
@@ -84,7 +85,8 @@ pub struct Config {
     pub target: String,
     /// How an https target's certificate is checked.
     pub tls: crate::TlsOptions,
-    /// The Host header of every request whose plan gives none; the target's authority if None.
+    /// The Host header of every request, over the plan's; the plan's, else the target's
+    /// authority, if None.
     pub host: Option<String>,
     /// Most requests in flight at once (each holds a connection); None: no cap beyond the
     /// file-descriptor limit.

@@ -85,20 +85,12 @@ impl Slots {
             .store(ErrorKind::Cancelled as u32, Relaxed);
     }
 
-    pub fn connected(&self, i: usize, t: i64) {
-        self.0[i].connected.store(t, Relaxed);
-    }
-
-    pub fn ended(
-        &self,
-        i: usize,
-        first_byte: i64,
-        done: i64,
-        status: u16,
-        bytes: u64,
-        error: ErrorKind,
-    ) {
+    /// `[connected, first_byte, done]`: -1 where the moment never came (a kept-alive
+    /// connection was not made for this request).
+    pub fn ended(&self, i: usize, times: [i64; 3], status: u16, bytes: u64, error: ErrorKind) {
         let s = &self.0[i];
+        let [connected, first_byte, done] = times;
+        s.connected.store(connected, Relaxed);
         s.first_byte.store(first_byte, Relaxed);
         s.done.store(done, Relaxed);
         s.bytes.store(bytes, Relaxed);

@@ -77,12 +77,15 @@ impl Replay {
             HeaderValue::from_str(h)
                 .map_err(|_| ReplayError::Plan(format!("{h:?} cannot be a Host header")))
         };
-        let hosts = if plan.host.is_empty() {
-            vec![header(config.host.as_deref().unwrap_or(&target.authority))?]
+        // The given Host, else the log's per request, else (and where a line has none) the
+        // target's authority.
+        let default = config.host.as_deref().unwrap_or(&target.authority);
+        let hosts = if config.host.is_some() || plan.host.is_empty() {
+            vec![header(default)?]
         } else {
             plan.hosts
                 .iter()
-                .map(|h| header(h))
+                .map(|h| header(if h.is_empty() { default } else { h }))
                 .collect::<Result<_, _>>()?
         };
         Ok(Self {
@@ -99,15 +102,10 @@ impl Replay {
         &self.plan
     }
 
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
     fn host(&self, i: usize) -> &HeaderValue {
-        if self.plan.host.is_empty() {
-            &self.hosts[0]
-        } else {
-            &self.hosts[self.plan.host[i] as usize]
+        match self.hosts.len() {
+            1 => &self.hosts[0],
+            _ => &self.hosts[self.plan.host[i] as usize],
         }
     }
 }
@@ -182,15 +180,12 @@ async fn replay_all(
         }
         let permit = match &cap {
             None => None,
-            Some(sem) => match sem.clone().try_acquire_owned() {
-                Ok(p) => Some(p),
-                Err(_) => match acquire(sem, &progress).await {
-                    Some(p) => Some(p),
-                    None => {
-                        status = Status::Cancelled;
-                        break;
-                    }
-                },
+            Some(sem) => match acquire(sem, &progress).await {
+                Some(p) => Some(p),
+                None => {
+                    status = Status::Cancelled;
+                    break;
+                }
             },
         };
         tasks.spawn(one(shared.clone(), i, permit));
@@ -230,6 +225,9 @@ async fn wait_until(
 
 /// A connection slot, waited for in order; None if the replay was cancelled meanwhile.
 async fn acquire(sem: &Arc<Semaphore>, progress: &Progress) -> Option<OwnedSemaphorePermit> {
+    if let Ok(permit) = sem.clone().try_acquire_owned() {
+        return Some(permit);
+    }
     tokio::select! {
         permit = sem.clone().acquire_owned() => permit.ok(),
         () = progress.until_cancelled() => None,
@@ -275,13 +273,9 @@ async fn one(shared: Arc<Shared>, i: usize, _permit: Option<OwnedSemaphorePermit
         }
     };
     let done = iowatt_metrics::now_ns();
-    if reached.connected != 0 {
-        shared.slots.connected(i, rel(reached.connected));
-    }
     shared.slots.ended(
         i,
-        rel(reached.first_byte),
-        rel(done),
+        [rel(reached.connected), rel(reached.first_byte), rel(done)],
         reached.status,
         reached.bytes,
         error,

@@ -34,11 +34,9 @@ impl Timer {
         })
     }
 
-    /// Returns at or after `deadline_ns` (CLOCK_MONOTONIC); at once if it has passed.
+    /// Returns at or after `deadline_ns` (CLOCK_MONOTONIC); at once if it has passed (an
+    /// absolute expiry in the past fires immediately).
     pub async fn sleep_until(&self, deadline_ns: u64) -> io::Result<()> {
-        if iowatt_metrics::now_ns() >= deadline_ns {
-            return Ok(());
-        }
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,

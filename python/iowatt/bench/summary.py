@@ -9,25 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from iowatt.histogram import STANDARD_PERCENTILES, percentile
+from iowatt.histogram import latency_summary, percentile
 from iowatt.store.schemas import INTERVAL_SCHEMA, LATENCY_SCHEMA
 
 MIB = 1 << 20
 FIO_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0,
                    99.5, 99.9, 99.95, 99.99)  # fmt: skip
-
-
-def _latency(hist: Mapping[str, Any]) -> dict[str, Any]:
-    values, counts = hist["value_ns"], hist["count"]
-    out: dict[str, Any] = {
-        "min": hist["min_ns"],
-        "mean": hist["mean_ns"],
-        "stdev": hist["stdev_ns"],
-    }
-    for p in STANDARD_PERCENTILES:
-        out[f"p{p:g}"] = percentile(values, counts, p)
-    out["max"] = hist["max_ns"]
-    return out
 
 
 def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,7 +56,7 @@ def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
         "runtime_s": secs,
         "ops_s": rate(ops),
         "mib_s": rate(nbytes) / MIB,
-        "latency_ns": _latency(result["histogram"]),
+        "latency_ns": latency_summary(result["histogram"]),
         "latency_saturated": result["histogram"]["saturated"],
         "cpu": {"usr_s": usr, "sys_s": sys_, "us_per_op": (usr + sys_) * 1e6 / ops if ops else 0.0},
         "flowops": flowops,

@@ -265,10 +265,10 @@ def buffers(config: ReplayConfig) -> tuple[int, dict[str, bytes], list[str], lis
     }
     hosts: list[str] = []
     vhost = requests["vhost"]
-    if config.host_header is None and vhost.null_count < n:
-        # The log's own Host header (%v or %{Host}i); the target's where a line has none.
-        authority = config.target.split("://", 1)[1].split("/", 1)[0]
-        encoded = pc.dictionary_encode(pc.fill_null(vhost, authority).combine_chunks())
+    if vhost.null_count < n:
+        # The log's own Host header (%v or %{Host}i), "" where a line has none: the engine
+        # sends --host-header over it, and the target's host where it is "".
+        encoded = pc.dictionary_encode(pc.fill_null(vhost, "").combine_chunks())
         columns["host_index"] = (
             encoded.indices.to_numpy(zero_copy_only=False).astype(np.uint32).tobytes()
         )

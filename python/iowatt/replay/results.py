@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from iowatt.histogram import DEFAULT_SLOW_NS, STANDARD_PERCENTILES, percentile
+from iowatt.histogram import DEFAULT_SLOW_NS, latency_summary
 from iowatt.replay.plan import ReplayConfig
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pyarrow as pa
 
-    from iowatt._engine import ReplayResult
+    from iowatt._engine import Histogram, ReplayResult
 
 MIB = 1 << 20
 NS = 1_000_000_000
@@ -57,6 +57,16 @@ class Records:
         mask = np.zeros(len(self.columns["due_ns"]), bool)
         mask[self.window[0] : self.window[1]] = True
         return mask
+
+    def span(self) -> tuple[int, int]:
+        """The measured window's time (ns after t0): from its first request's due time to its
+        last request's end; (0, 0) when none ended."""
+        w = self.in_window()
+        done = self.columns["done_ns"][w]
+        ended = done[done >= 0]
+        if not len(ended):
+            return 0, 0
+        return int(self.columns["due_ns"][w].min()), int(ended.max())
 
 
 def requests_table(run_id: str, config: ReplayConfig, r: Records) -> pa.Table:
@@ -106,7 +116,7 @@ def requests_table(run_id: str, config: ReplayConfig, r: Records) -> pa.Table:
             "completion_sent_ns": pa.array(c["done_ns"] - c["sent_ns"], pa.int64(), mask=~answered),
             "status": pa.array(c["status"].astype(np.int32), pa.int32(), mask=c["status"] == 0),
             "bytes": pa.array(c["bytes"].astype(np.int64), pa.int64()),
-            "error": pa.array([r.errors[e] or None for e in c["error"]], pa.string()),
+            "error": pa.array([e or None for e in r.errors], pa.string()).take(c["error"]),
             "success": pa.array(r.succeeded()),
         },
         schema=REQUEST_SCHEMA,
@@ -180,7 +190,7 @@ def interval_table(run_id: str, config: ReplayConfig, r: Records, t0_ns: int) ->
     return pa.table(cols, schema=schema)
 
 
-def latency_table(run_id: str, histograms: Mapping[str, list[tuple[int, int]]]) -> pa.Table:
+def latency_table(run_id: str, histograms: Mapping[str, Histogram]) -> pa.Table:
     """latency.parquet: each histogram as a flowop of the workload ``replay``; the headline
     (time to first byte from the due time) also as the workload's own (flowop null)."""
     import pyarrow as pa
@@ -189,27 +199,14 @@ def latency_table(run_id: str, histograms: Mapping[str, list[tuple[int, int]]]) 
 
     cols: dict[str, list[Any]] = {name: [] for name in LATENCY_SCHEMA.names}
     for flowop, name in [(None, "ttfb"), *((h, h) for h in HISTOGRAMS)]:
-        for value, count in histograms[name]:
-            cols["run_id"].append(run_id)
-            cols["workload"].append("replay")
-            cols["flowop"].append(flowop)
-            cols["value_ns"].append(value)
-            cols["count"].append(count)
+        hist = histograms[name]
+        n = len(hist["value_ns"])
+        cols["run_id"] += [run_id] * n
+        cols["workload"] += ["replay"] * n
+        cols["flowop"] += [flowop] * n
+        cols["value_ns"] += hist["value_ns"]
+        cols["count"] += hist["count"]
     return pa.table(cols, schema=LATENCY_SCHEMA)
-
-
-def _stats(buckets: list[tuple[int, int]]) -> dict[str, Any]:
-    values = [v for v, _ in buckets]
-    counts = [n for _, n in buckets]
-    total = sum(counts)
-    out: dict[str, Any] = {
-        "min": values[0] if values else 0,
-        "mean": sum(v * n for v, n in buckets) / total if total else 0.0,
-    }
-    for p in STANDARD_PERCENTILES:
-        out[f"p{p:g}"] = percentile(values, counts, p)
-    out["max"] = values[-1] if values else 0
-    return out
 
 
 def summary(
@@ -221,29 +218,27 @@ def summary(
     c = r.columns
     w = r.in_window()
     due, sent, done = c["due_ns"], c["sent_ns"], c["done_ns"]
-    measured = w & (done >= 0)
-    runtime_ns = int(done[measured].max() - due[w].min()) if measured.any() else 0
-    secs = runtime_ns / NS
+    start, end = r.span()
+    secs = (end - start) / NS
     answered, succeeded = r.answered() & w, r.succeeded() & w
-    failed = w & (c["error"] > 0) & (sent >= 0)
+    failed = int((w & (c["error"] > 0) & (sent >= 0)).sum())
+    ended = w & (done >= 0)
     nbytes = int(c["bytes"][w].sum())
     ops = int(answered.sum())
-    hist = result["histograms"]
+    rates = {"ops_s": ops / secs if secs else 0.0, "mib_s": nbytes / MIB / secs if secs else 0.0}
+    latency = {name: latency_summary(result["histograms"][name]) for name in HISTOGRAMS}
     flowops = {
         name: {
-            "kind": "http", "io": True, "ops": ops, "bytes": nbytes, "errors": int(failed.sum()),
-            "ops_s": ops / secs if secs else 0.0, "mib_s": nbytes / MIB / secs if secs else 0.0,
+            "kind": "http", "io": True, "ops": ops, "bytes": nbytes, "errors": failed, **rates,
             "mean_ns": s["mean"], "min_ns": s["min"], "max_ns": s["max"], "p50_ns": s["p50"],
             "p99_ns": s["p99"],
         }
-        for name in HISTOGRAMS
-        for s in [_stats(hist[name])]
+        for name, s in latency.items()
     }  # fmt: skip
-    trace = config.trace.requests
-    log_status = trace["status"].to_numpy()[w]
+    log_status = config.trace.requests["status"].to_numpy()[w]
     lateness = (sent - due)[w & (sent >= 0)]
-    ended = w & (done >= 0)
-    statuses = c["status"][answered]
+    by_kind = np.bincount(c["error"][w], minlength=len(r.errors))
+    by_class = np.bincount(c["status"][answered] // 100, minlength=6)[:6]  # 1xx … 5xx
     return {
         "run_id": run_id,
         "status": status,
@@ -252,11 +247,10 @@ def summary(
                 "status": status,
                 "ops": ops,
                 "bytes": nbytes,
-                "errors": int(failed.sum()),
+                "errors": failed,
                 "runtime_s": secs,
-                "ops_s": ops / secs if secs else 0.0,
-                "mib_s": nbytes / MIB / secs if secs else 0.0,
-                "latency_ns": _stats(hist["ttfb"]),
+                **rates,
+                "latency_ns": latency["ttfb"],
                 "flowops": flowops,
             }
         },
@@ -266,40 +260,32 @@ def summary(
             "measured": int(w.sum()),
             "sent": int((w & (sent >= 0)).sum()),
             "answered": ops,
-            "failed": int(failed.sum()),
+            "failed": failed,
             "success": int(succeeded.sum()),
             "success_rate": float(succeeded.sum() / ended.sum()) if ended.any() else None,
             "log_success_rate": float((log_status < 400).mean()) if len(log_status) else None,
             "conns_s": float(ended.sum() / secs) if secs else 0.0,
-            "max_open": int(max_open(sent[w], done[w])),
-            "errors_by_kind": {
-                r.errors[k]: int((c["error"][w] == k).sum())
-                for k in range(1, len(r.errors))
-                if (c["error"][w] == k).any()
-            },
-            "status_classes": {
-                f"{k}xx": int((statuses // 100 == k).sum())
-                for k in range(1, 6)
-                if (statuses // 100 == k).any()
-            },
+            "max_open": max_open(sent[w], done[w]),
+            "errors_by_kind": {r.errors[k]: int(n) for k, n in enumerate(by_kind) if k and n},
+            "status_classes": {f"{k}xx": int(n) for k, n in enumerate(by_class) if k and n},
             "lateness_ns": {
-                "p50": int(np.percentile(lateness, 50, method="inverted_cdf"))
-                if len(lateness)
-                else 0,
-                "p99": int(np.percentile(lateness, 99, method="inverted_cdf"))
-                if len(lateness)
-                else 0,
+                "p50": _exact_percentile(lateness, 50),
+                "p99": _exact_percentile(lateness, 99),
                 "max": int(lateness.max()) if len(lateness) else 0,
             },
-            "ttfb_ns": _stats(hist["ttfb"]),
-            "completion_ns": _stats(hist["completion"]),
-            "ttfb_sent_ns": _stats(hist["ttfb_sent"]),
-            "completion_sent_ns": _stats(hist["completion_sent"]),
+            **{f"{name}_ns": latency[name] for name in HISTOGRAMS},
             "speedup": config.speedup,
             "t0_ns": result["t0_ns"],
             "elapsed_s": result["elapsed_ns"] / NS,
         },
     }
+
+
+def _exact_percentile(values: npt.NDArray[np.int64], p: float) -> int:
+    """The first value whose rank reaches p % (the store's rule, on exact values); 0 if none."""
+    import numpy as np
+
+    return int(np.percentile(values, p, method="inverted_cdf")) if len(values) else 0
 
 
 def mean_open(

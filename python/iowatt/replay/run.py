@@ -117,15 +117,9 @@ def _write(
     }
     head = summary(writer.run_id, config, records, result, status)
     if power.data is not None:
-        w = records.in_window()
-        due, done = records.columns["due_ns"][w], records.columns["done_ns"][w]
-        ended = done[done >= 0]
-        work = Window(
-            t0 + int(due.min()) if len(due) else t0,
-            t0 + int(ended.max()) if len(ended) else t0,
-            head["workloads"]["replay"]["ops"],
-            head["workloads"]["replay"]["bytes"],
-        )
+        start, end = records.span()
+        replayed = head["workloads"]["replay"]
+        work = Window(t0 + start, t0 + end, replayed["ops"], replayed["bytes"])
         head["power"] = summarize(power.data, t0, work, power.idle, {"replay": work})
         sink.extend(power_warnings(head["power"]))
     writer.write_json("manifest.json", manifest)
