@@ -118,6 +118,15 @@ impl Network {
         solve(&g, &rhs, self.len(), 1).ok_or(ThermalError::NoAmbient)
     }
 
+    /// The steady-state operator: `G⁻¹`, so that the temperatures under a given power are one
+    /// matrix-vector product (a controller asks this for every fan level it considers).
+    pub fn steady(&self) -> Result<Steady, ThermalError> {
+        let n = self.len();
+        let (g, air) = self.conductance();
+        let g_inv = solve(&g, &identity(n), n, n).ok_or(ThermalError::NoAmbient)?;
+        Ok(Steady { n, g_inv, air })
+    }
+
     /// The exact step of `step_s` seconds.
     pub fn discretise(&self, step_s: f64) -> Result<Step, ThermalError> {
         if !(step_s.is_finite() && step_s > 0.0) {
@@ -149,6 +158,29 @@ impl Network {
             .copied()
             .collect();
         Ok(Step { n, ab, b_air })
+    }
+}
+
+/// A [`Network`]'s steady state as an operator (see [`Network::steady`]).
+#[derive(Debug, Clone)]
+pub struct Steady {
+    n: usize,
+    g_inv: Vec<f64>,
+    air: Vec<f64>,
+}
+
+impl Steady {
+    /// `out` = the temperatures the network settles at under `power`, the air at `ambient_c`.
+    pub fn solve(&self, power: &[f64], ambient_c: f64, out: &mut [f64]) {
+        let n = self.n;
+        for (i, o) in out.iter_mut().enumerate().take(n) {
+            let row = &self.g_inv[i * n..(i + 1) * n];
+            *o = row
+                .iter()
+                .zip(power.iter().zip(&self.air))
+                .map(|(g, (p, a))| g * (p + a * ambient_c))
+                .sum();
+        }
     }
 }
 

@@ -1,2 +1,4 @@
 mod mm1;
+mod server;
+mod shipped;
 mod thermal;
