@@ -2,7 +2,8 @@
 
 Each engine is a handle that runs on its own thread without the GIL: :class:`WorkloadRun` (the
 workload engine), :class:`PowerSampler` (the power samplers), :class:`LogRead` (the access-log
-parser), :class:`TreeRecreate` (the tree recreation) and :class:`Replay` (the trace replayer).
+parser), :class:`TreeRecreate` (the tree recreation), :class:`Replay` (the trace replayer) and
+:class:`ServerSim` (the server cooling simulator).
 :func:`drive` is the one loop that starts handles, forwards their progress, stops them on Ctrl-C
 or when asked, and waits for them to end, so every verb stops the same way. Results are
 typed (:class:`WorkloadResult`); the engine's errors arrive as :mod:`iowatt.errors` exceptions,
@@ -35,6 +36,9 @@ _HINTS = {
     "no_space": "free some space or use a smaller --filesize",
     "target": "give the server as http://HOST[:PORT][/PREFIX], e.g. --target http://127.0.0.1:8080",
     "unreachable": "start the server first, or check --target's host and port",
+    "model": "docs/sim-server.md gives every parameter of the server model and its range",
+    "workload": "the shipped workloads.toml defines the jobs; --jobs FILE adds yours",
+    "curve": "a curve's values are fractions of the disk's best throughput, within 0..1",
     "uring": "io_uring may be disabled here (/proc/sys/kernel/io_uring_disabled); "
     "use --engine psync",
 }
@@ -186,7 +190,7 @@ class _EngineJob:
     """An engine's job thread (``iowatt_metrics::Job`` behind the binding): the :class:`Handle`
     methods, passed through."""
 
-    _run: _core.WorkloadRun | _core.TreeRecreate | _core.LogRead | _core.Replay
+    _run: _core.WorkloadRun | _core.TreeRecreate | _core.LogRead | _core.Replay | _core.ServerSim
 
     def start(self) -> None:
         self._run.start()
@@ -553,3 +557,27 @@ def _workload_error(e: ConfigError, workload: str, sent: Encoded | None) -> Conf
         else "change that value in the workload file; iowatt should have refused it: "
         "please report it",
     )
+
+
+class ServerSimProgress(TypedDict):
+    runs_done: int
+    runs: int  # workloads × policies × seeds
+    simulated_s: float  # over every run so far
+
+
+class ServerSim(_EngineJob):
+    """The server cooling simulator (``crates/iowatt-sim/src/server``) on a whole
+    configuration (``iowatt.sim.server``), checked when built; :func:`drive` it, then read one
+    dict per run."""
+
+    _run: _core.ServerSim
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        text = json.dumps(config)
+        self._run = _engine_call(lambda: _core.ServerSim(text))
+
+    def progress(self) -> ServerSimProgress:
+        return cast(ServerSimProgress, self._run.progress())
+
+    def result(self) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], _engine_call(self._run.result))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from iowatt.errors import ConfigError
 
@@ -196,3 +197,93 @@ def parse_pairs(items: Iterable[str], option: str, example: str) -> dict[str, st
 def parse_labels(items: Iterable[str]) -> dict[str, str]:
     """``--label KEY=VALUE`` options."""
     return parse_pairs(items, "--label", "--label env=rack-a")
+
+
+# The most items a list option expands to: beyond any sweep or replication a user means.
+MAX_LIST_ITEMS = 100_000
+_RANGE_HINT = "e.g. W1..W10, 1,2,3, 1..4 or 0.5..2:0.5"
+
+
+def _split_name(text: str) -> tuple[str, str]:
+    """``W10`` → (``W``, ``10``): a name's text before its trailing digits, and the digits."""
+    i = len(text)
+    while i > 0 and text[i - 1].isdigit():
+        i -= 1
+    return text[:i], text[i:]
+
+
+def _decimal(text: str, option: str) -> Any:
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise ConfigError(f"{option} `{text}` is not a number", _RANGE_HINT) from None
+    if not value.is_finite():
+        raise ConfigError(f"{option} `{text}` is not a finite number", _RANGE_HINT)
+    return value
+
+
+def _expand(item: str, option: str) -> list[str]:
+    first, _, rest = item.partition("..")
+    last, colon, step_text = rest.partition(":")
+    first, last = first.strip(), last.strip()
+    if not first or not last:
+        raise ConfigError(f"{option} `{item}` is not a range A..B", _RANGE_HINT)
+    (head, a_digits), (tail, b_digits) = _split_name(first), _split_name(last)
+    if head and not head.replace(".", "").replace("-", "").isdigit() and not colon:
+        # A range of names: W1..W10
+        if head != tail or not a_digits or not b_digits:
+            raise ConfigError(
+                f"{option} `{item}` mixes names: both ends need the same text before a number",
+                "e.g. W1..W10",
+            )
+        lo, hi = int(a_digits), int(b_digits)
+        if hi < lo:
+            raise ConfigError(f"{option} `{item}` runs backwards", f"e.g. {head}{hi}..{head}{lo}")
+        if hi - lo >= MAX_LIST_ITEMS:
+            raise ConfigError(f"{option} `{item}` has more than {MAX_LIST_ITEMS:,} items", "")
+        return [f"{head}{i}" for i in range(lo, hi + 1)]
+    a, b = _decimal(first, option), _decimal(last, option)
+    step = _decimal(step_text.strip(), option) if colon else _decimal("1", option)
+    if step <= 0:
+        raise ConfigError(f"{option} `{item}` has step {step}, not above 0", "e.g. 0..100:10")
+    if b < a:
+        raise ConfigError(f"{option} `{item}` runs backwards", f"e.g. {last}..{first}")
+    count = int((b - a) / step) + 1
+    if count > MAX_LIST_ITEMS:
+        raise ConfigError(f"{option} `{item}` has more than {MAX_LIST_ITEMS:,} items", "")
+    # Decimal arithmetic: 0.1 steps land on 0.3, not 0.30000000000000004.
+    return [str((a + step * i).normalize()) if (a + step * i) % 1 else str(int(a + step * i))
+            for i in range(count)]  # fmt: skip
+
+
+def parse_list(text: str, option: str) -> list[str]:
+    """The items of a list option, every simulator's ``--workloads``, ``--seed``, ``--policies``
+    and the like: comma-separated items, each a name, a number, or a range — ``W1..W10`` (the
+    same text, then numbers), ``1..4`` (whole steps) or ``a..b:step`` — expanded in order,
+    repeats dropped. A ConfigError naming the option and the item otherwise."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{option} is empty", _RANGE_HINT)
+    out: dict[str, None] = {}
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            raise ConfigError(f"{option} `{text}` has an empty item", _RANGE_HINT)
+        for value in _expand(item, option) if ".." in item else [item]:
+            out[value] = None
+        if len(out) > MAX_LIST_ITEMS:
+            raise ConfigError(f"{option} has more than {MAX_LIST_ITEMS:,} items", _RANGE_HINT)
+    return list(out)
+
+
+def parse_int_list(text: str, option: str, lo: int, hi: int) -> list[int]:
+    """:func:`parse_list` of whole numbers from ``lo`` to ``hi`` (seeds, counts)."""
+    out = []
+    for item in parse_list(text, option):
+        try:
+            value = int(item)
+        except ValueError:
+            raise ConfigError(f"{option} `{item}` is not a whole number", "e.g. 1..5") from None
+        out.append(check_int(value, option, lo, hi, "1..5"))
+    return out

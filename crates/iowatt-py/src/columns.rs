@@ -1,4 +1,4 @@
-//! Integer columns crossing between Rust and Python as little-endian byte buffers (Arrow's
+//! Numeric columns crossing between Rust and Python as little-endian byte buffers (Arrow's
 //! layout): out with one copy, in checked for their length.
 
 use pyo3::prelude::*;
@@ -7,7 +7,7 @@ use pyo3::types::PyBytes;
 #[cfg(not(target_endian = "little"))]
 compile_error!("column buffers are handed to Arrow as they are in memory: little-endian only");
 
-/// The primitive integer types columns are made of.
+/// The primitive types columns are made of.
 pub trait Column: Copy {
     const SIZE: usize = std::mem::size_of::<Self>();
     fn from_le(bytes: &[u8]) -> Self;
@@ -22,14 +22,14 @@ macro_rules! column {
         }
     )*};
 }
-column!(i64, i32, u64, u32, u16, u8);
+column!(i64, i32, u64, u32, u16, u8, f64);
 
 /// A column's values as the bytes Python builds an Arrow buffer from, copied once.
 pub fn column_bytes<'py, T: Column>(
     py: Python<'py>,
     values: &[T],
 ) -> PyResult<Bound<'py, PyBytes>> {
-    // SAFETY: T is a primitive integer (Column is implemented for those only): no padding, any
+    // SAFETY: T is a primitive number (Column is implemented for those only): no padding, any
     // byte pattern valid, and u8 has the weakest alignment; the slice covers exactly `values`.
     let bytes = unsafe {
         std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))

@@ -8,6 +8,7 @@ mod errors;
 mod histogram;
 mod power;
 mod replay;
+mod sim;
 mod trace;
 mod tree;
 mod units;
@@ -23,6 +24,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<anonymize::LogAnonymizer>()?;
     m.add_class::<tree::TreeRecreate>()?;
     m.add_class::<replay::Replay>()?;
+    m.add_class::<sim::ServerSim>()?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
     m.add_function(wrap_pyfunction!(trace::hash_names, m)?)?;
     m.add_class::<trace::LogRead>()?;

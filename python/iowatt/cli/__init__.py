@@ -31,6 +31,7 @@ VERBS = {
     "replay": "replay:replay",
     "report": "report:report",
     "runs": "runs:runs",
+    "sim": "sim:sim",
     "sweep": "sweep:sweep",
     "trace": "trace:trace",
     "tree": "tree:tree",

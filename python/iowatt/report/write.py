@@ -8,6 +8,7 @@ from pathlib import Path
 import jinja2
 
 from iowatt import __version__
+from iowatt.errors import ConfigError
 from iowatt.report.context import (
     PERCENTILES,
     build_plots,
@@ -21,8 +22,10 @@ from iowatt.report.flowops import flowop_tables
 from iowatt.report.load import load_run
 from iowatt.report.replay import replay_view
 from iowatt.report.series import code_spans, consecutive_runs
+from iowatt.report.sim_server import sim_view
 from iowatt.report.sweep import sweep_views
 from iowatt.report.tails import report_thresholds, slow_section, threshold_label
+from iowatt.store.runs import read_manifest
 
 
 def templates(directory: Path) -> jinja2.Environment:
@@ -48,6 +51,18 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     """
     if not run_dirs:
         raise ValueError("write_report needs at least one run directory")
+    kinds = {read_manifest(Path(d)).get("kind") for d in run_dirs}
+    if "sim-server" in kinds:
+        if kinds != {"sim-server"}:
+            raise ConfigError(
+                "a server simulation is reported on its own, not beside measured runs",
+                "run `iowatt report` on the simulation's run alone",
+            )
+        html = _ENV.get_template("sim_server.html").render(
+            sims=[sim_view(Path(d)) for d in run_dirs], version=__version__
+        )
+        out.write_text(html, encoding="utf-8")
+        return out
     runs = [load_run(Path(d)) for d in run_dirs]
     style = styles(runs)
     thresholds = report_thresholds(runs)

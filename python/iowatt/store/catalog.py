@@ -38,7 +38,7 @@ from iowatt.warnings import Kind, RunWarning, WarningSink
 VIEWS = tuple(VIEW_FILES)
 LISTING = ".catalog.dirs"
 # The catalog's own layout: a catalog of another format is rebuilt from the run directories.
-FORMAT = "3"
+FORMAT = "4"
 
 _SCHEMA_SQL = """
 CREATE TABLE runs (
@@ -61,11 +61,15 @@ CREATE TABLE replays (
   run_id VARCHAR, requests BIGINT, measured BIGINT, success_rate DOUBLE, log_success_rate DOUBLE,
   conns_s DOUBLE, max_open BIGINT, ttfb_p50_ns BIGINT, ttfb_p99_ns BIGINT,
   completion_p50_ns BIGINT, completion_p99_ns BIGINT, lateness_p99_ns BIGINT, speedup DOUBLE);
+CREATE TABLE sim_server (
+  run_id VARCHAR, workload VARCHAR, policy VARCHAR, seeds BIGINT, service_s DOUBLE,
+  speedup_vs_dlb DOUBLE, batch_slowdown DOUBLE, socket_j DOUBLE, memory_j DOUBLE, fans_j DOUBLE,
+  total_j DOUBLE, saving_total DOUBLE, peak_temp_c DOUBLE, gating_s DOUBLE, mean_pwm DOUBLE);
 CREATE TABLE files (run_id VARCHAR, view VARCHAR, path VARCHAR);
 CREATE TABLE dirs (dir VARCHAR, run_id VARCHAR, indexed BOOLEAN, file VARCHAR, reason VARCHAR);
 CREATE TABLE meta (key VARCHAR, value VARCHAR);
 """
-_ROW_TABLES = ("runs", "workloads", "flowops", "energy", "replays", "files")
+_ROW_TABLES = ("runs", "workloads", "flowops", "energy", "replays", "sim_server", "files")
 
 
 @dataclass
@@ -199,6 +203,7 @@ def _apply(
     _insert(con, "flowops", [f for r in found for f in r.flowops])
     _insert(con, "energy", [e for r in found for e in r.energy])
     _insert(con, "replays", [r.replay for r in found if r.replay])
+    _insert(con, "sim_server", [row for r in found for row in r.sim_server])
     _insert(con, "files", [[r.run_id, v, p] for r in found for v, p in r.files.items()])
     _insert(con, "dirs", marks)
     con.execute("DELETE FROM meta")

@@ -1,7 +1,7 @@
 """What the catalog holds of one run directory: its rows in the ``runs``, ``workloads``,
-``flowops``, ``energy`` and ``replays`` tables and its Parquet files, read and checked before
-anything is inserted, so a damaged run is named (with the file) and set aside while the others
-are indexed.
+``flowops``, ``energy``, ``replays`` and ``sim_server`` tables and its Parquet files, read and
+checked before anything is inserted, so a damaged run is named (with the file) and set aside
+while the others are indexed.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ VIEW_FILES = {
     "steps": "steps.parquet",
     "sweep": "sweep.parquet",
     "requests": "requests.parquet",
+    "policies": "policies.parquet",
+    "sim_series": "sim_series.parquet",
+    "sim_events": "sim_events.parquet",
 }
 _INT64 = 2**63
 EPOCH = datetime(1970, 1, 1)
@@ -39,6 +42,7 @@ class RunRows:
     flowops: list[list[Any]] = field(default_factory=list)
     energy: list[list[Any]] = field(default_factory=list)
     replay: list[Any] = field(default_factory=list)  # a replay run's row of `replays`
+    sim_server: list[list[Any]] = field(default_factory=list)  # rows of `sim_server`
     # view → absolute path of this run's file for it
     files: dict[str, str] = field(default_factory=dict)
 
@@ -104,6 +108,18 @@ def _rows(run_dir: Path, manifest: Mapping[str, Any], summary: Mapping[str, Any]
             _int(r["completion_ns"]["p50"]), _int(r["completion_ns"]["p99"]),
             _int(r["lateness_ns"]["p99"]), _float(r["speedup"]),
         ]  # fmt: skip
+    if manifest["kind"] == "sim-server":
+        for p in summary.get("policies") or []:
+            e, saving = p["energy_j"], p["energy_saving_vs_dlb"]
+            rows.sim_server.append(
+                [
+                    run_id, _text(p["workload"]), _text(p["policy"]), _int(p["seeds"]),
+                    _float(p["service_time_s"]), _float(p["speedup_vs_dlb"]),
+                    _float(p["batch_slowdown"]), _float(e["socket"]), _float(e["memory"]),
+                    _float(e["fans"]), _float(e["total"]), _float(saving["total"]),
+                    _float(p["peak_temp_c"]), _float(p["gating_s"]), _float(p["mean_pwm"]),
+                ]
+            )  # fmt: skip
     return rows
 
 

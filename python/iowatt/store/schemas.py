@@ -160,6 +160,59 @@ CURVE_SCHEMA = pa.schema(
 )
 
 # The catalog's views over every run's files: view → the schema its files are written with.
+# A server simulation (iowatt.sim.server): one row per workload × policy × seed, the time
+# series, and the policies' decisions (docs/run-store.md).
+POLICY_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("workload", pa.string()),
+        ("policy", pa.string()),
+        ("seed", pa.int64()),
+        ("status", pa.string()),
+        ("service_s", pa.float64()),
+        ("speedup_vs_dlb", pa.float64()),
+        ("batch_speed", pa.float64()),
+        ("batch_slowdown", pa.float64()),
+        ("socket_j", pa.float64()),
+        ("memory_j", pa.float64()),
+        ("fans_j", pa.float64()),
+        ("total_j", pa.float64()),
+        ("disks_j", pa.float64()),
+        ("saving_socket", pa.float64()),
+        ("saving_memory", pa.float64()),
+        ("saving_fans", pa.float64()),
+        ("saving_total", pa.float64()),
+        ("peak_core_c", pa.float64()),
+        ("peak_dimm_c", pa.float64()),
+        ("gating_s", pa.float64()),
+        ("mean_pwm", pa.float64()),
+        ("hdd_mb", pa.float64()),
+        ("ssd_mb", pa.float64()),
+        ("migrations", pa.int64()),
+        ("events_total", pa.int64()),
+    ]
+)
+SIM_SERIES_COLUMNS = (
+    "core_max_c", "dimm_max_c", "sink_c", "pwm", "disk_frac", "disk_mb_s", "ssd_mb_s",
+    "cache_gb", "gating", "socket_w", "memory_w", "fans_w", "disks_w", "active_dimms",
+    "batch_speed",
+)  # fmt: skip
+_KEYS = [("run_id", pa.string()), ("workload", pa.string()), ("policy", pa.string()),
+         ("seed", pa.int64())]  # fmt: skip
+SIM_SERIES_SCHEMA = pa.schema(
+    [*_KEYS, ("t_s", pa.float64())] + [(c, pa.float64()) for c in SIM_SERIES_COLUMNS]
+)
+SIM_EVENT_SCHEMA = pa.schema(
+    [
+        *_KEYS,
+        ("t_s", pa.float64()),
+        ("kind", pa.string()),
+        ("subject", pa.int64()),
+        ("value", pa.float64()),
+    ]
+)
+
+
 VIEW_SCHEMAS = {
     "intervals": INTERVAL_SCHEMA,
     "latency": LATENCY_SCHEMA,
@@ -169,6 +222,9 @@ VIEW_SCHEMAS = {
     "steps": STEP_SCHEMA,
     "sweep": CURVE_SCHEMA,
     "requests": REQUEST_SCHEMA,
+    "policies": POLICY_SCHEMA,
+    "sim_series": SIM_SERIES_SCHEMA,
+    "sim_events": SIM_EVENT_SCHEMA,
 }
 
 

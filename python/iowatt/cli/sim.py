@@ -1,0 +1,130 @@
+"""``iowatt sim``: the simulators of the "decide" step, one subcommand each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from iowatt.store.runs import read_summary, results_dir
+from iowatt.units import parse_labels
+
+
+@click.group(help="Simulate a policy before deploying it: server cooling (more to come).")
+def sim() -> None:
+    pass
+
+
+SERVER_HELP = """Compare thermal and cooling policies on a simulated server fed by a fan–disk curve.
+
+Simulates the server vibration study's server (one 8-core socket, 8 DIMMs, 6 fans, SATA disks
+that slow as the fans speed up, an SSD) running each workload set (W1–W10: SPEC-like batch jobs
+plus a TPC-H query) under each policy — DLB, JETC, App-Oracle, FSTM, FSTM-NoSSD — and reports
+the query's speed-up, the batch jobs' slowdown and the energy by component, all against DLB.
+--curve takes a sweep run (an id, or `latest` for the last fan sweep), a curve file or a disk
+profile, several combined by their slowest; without it, the built-in SATA profiles. Lists and
+ranges (`W1..W10`, `1,2,3`, `1..4`, `a..b:step`) work in --workloads, --policies and --seed.
+"""
+
+
+@sim.command(help=SERVER_HELP)
+@click.option("--policies", default="all", show_default=True, help="Policies to compare.")
+@click.option("--workloads", default="W1..W10", show_default=True, help="Workload sets.")
+@click.option("--curve", "curve", multiple=True,
+              help="RUN, `latest`, a curve file or a disk profile [built-in SATA].")  # fmt: skip
+@click.option("--model", type=click.Path(path_type=Path), help="TOML overriding server.toml.")
+@click.option("--jobs", type=click.Path(path_type=Path), help="TOML adding jobs and sets.")
+@click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
+@click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
+@click.option("--resolution", default="1s", show_default=True,
+              help="Time series bin (simulated time).")  # fmt: skip
+@click.option("--focus", help="The workload whose time series the report draws [the first].")
+@click.option("--threads", type=int, help="Simulations at once [the machine's cores].")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
+@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
+@click.option("--no-report", is_flag=True, help="Do not write report.html.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the run directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the policy table as JSON.")
+def server(
+    labels: tuple[str, ...],
+    results: Path | None,
+    no_report: bool,
+    quiet: bool,
+    as_json: bool,
+    curve: tuple[str, ...],
+    **opts: Any,
+) -> None:
+    from iowatt.sim.server import plan, run
+
+    store = results_dir(results)
+    config = plan(
+        curve=curve, results=store, labels=parse_labels(labels), report=not no_report, **opts
+    )
+    live = None if quiet or as_json else _Live()
+    try:
+        run_dir = run(config, live, note=lambda m: click.echo(f"note: {m}", err=True))
+    finally:
+        if live is not None:
+            live.close()
+    rows = read_summary(run_dir)["policies"]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if quiet:
+        click.echo(run_dir)
+        return
+    _print_table(rows, config.curve["source"])
+    click.echo(f"run {run_dir.name} written to {run_dir}")
+    if (run_dir / "report.html").exists():
+        click.echo(f"report: {run_dir / 'report.html'}")
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{v:+.1%}"
+
+
+def _print_table(rows: list[dict[str, Any]], source: str) -> None:
+    click.echo(f"curve: {source}")
+    head = ("workload", "policy", "service", "speed-up", "batch", "energy", "fans", "peak")
+    click.echo("{:<9} {:<11} {:>9} {:>9} {:>7} {:>8} {:>8} {:>7}".format(*head))
+    for r in rows:
+        saving = r["energy_saving_vs_dlb"]
+        click.echo(
+            f"{r['workload']:<9} {r['policy']:<11} {r['service_time_s']:>8.0f}s "
+            f"{_pct(r['speedup_vs_dlb']):>9} {_pct(r['batch_slowdown']):>7} "
+            f"{_pct(saving['total']):>8} {_pct(saving['fans']):>8} {r['peak_temp_c']:>6.1f}°"
+        )
+    click.echo("speed-up: T_DLB / T − 1; batch: slowdown; energy, fans: saving against DLB")
+
+
+class _Live:
+    """One line on stderr: runs done and simulated time."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bars = Progress(
+            TextColumn("simulating"),
+            BarColumn(bar_width=30),
+            TextColumn("{task.completed}/{task.total} runs"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[live]}"),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.bars.add_task("sim", total=None, live="")
+
+    def __call__(self, p: dict[str, Any]) -> None:
+        if not self.bars.live.is_started:
+            self.bars.start()
+        hours = p["simulated_s"] / 3600
+        self.bars.update(
+            self.task, total=p["runs"], completed=p["runs_done"], live=f"{hours:.1f} h simulated"
+        )
+
+    def close(self) -> None:
+        if self.bars.live.is_started:
+            self.bars.stop()

@@ -1,0 +1,134 @@
+"""The fan–disk curve a server simulation follows: the disks' throughput, as a fraction of
+their best, against fan PWM %.
+
+A ``--curve`` is a curve file (``iowatt-curve/1``, written by ``iowatt sweep``), a sweep run
+(its id, a unique prefix, its directory, or ``latest`` for the last fan sweep in the store) —
+every disk's curve of it — or the name of a built-in disk profile. Without one, the built-in
+SATA profiles. The database is striped over the disks, so it goes at the pace of the slowest:
+the curves combine into their minimum at every PWM any of them was measured at.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from iowatt.errors import ConfigError, RunNotFoundError
+
+DEFAULT_PROFILES = ("hit-sata", "fuj-sata")
+_HINT = "give a curve file, a sweep run (id or `latest`) or a disk profile such as hit-sata"
+
+
+def _profile_curve(name: str) -> tuple[str, list[list[float]]]:
+    from iowatt.sweep.profiles import load_profiles
+
+    profiles = load_profiles()
+    if name not in profiles:
+        raise ConfigError(f"--curve `{name}` is not a file, a run or a disk profile", _HINT)
+    fan = profiles[name].curves.get("fan")
+    if not fan:
+        raise ConfigError(f"disk profile `{name}` has no fan curve", _HINT)
+    return f"profile {name}", [[x, y, y, y] for x, y in fan]
+
+
+def _file_curve(path: Path) -> tuple[str, list[list[float]]]:
+    from iowatt.curve import read_curve
+
+    doc = read_curve(path)
+    stim = doc["stimulus"]
+    if stim["kind"] != "fan":
+        raise ConfigError(
+            f"curve file `{path}` is a {stim['kind']} curve; the server simulator follows a fan"
+            " curve",
+            "give the curve of a fan sweep (`iowatt sweep --stimulus fan …`)",
+        )
+    if doc["max_mib_s"] == 0:
+        raise ConfigError(f"curve file `{path}` is of a disk that never moved (0 MiB/s)", _HINT)
+    points = []
+    for p in doc["points"]:
+        lo, hi = min(p["norm_min"], p["norm"]), min(max(p["norm_max"], p["norm"]), 1.0)
+        points.append([float(p["value"]), float(p["norm"]), float(lo), float(hi)])
+    for x, *_ in points:
+        if not 0 <= x <= 100:
+            raise ConfigError(f"curve file `{path}` has fan PWM {x:g} %, outside 0..100", _HINT)
+    return f"{doc['run_id']}/{doc['disk']['name']}", points
+
+
+def _run_curves(run_dir: Path) -> list[tuple[str, list[list[float]]]]:
+    files = sorted(run_dir.glob("curve-*.json"))
+    if not files:
+        raise ConfigError(f"run `{run_dir.name}` has no curve files (is it a sweep?)", _HINT)
+    return [_file_curve(f) for f in files]
+
+
+def _latest_fan_sweep(results: Path) -> Path:
+    from iowatt.store.runs import read_manifest, run_dirs
+
+    best: tuple[int, Path] | None = None
+    for run_dir in run_dirs(results).values():
+        try:
+            m = read_manifest(run_dir)
+        except Exception:  # a damaged run is not a candidate
+            continue
+        stimulus = ((m.get("config") or {}).get("stimulus") or {}).get("kind")
+        fan_sweep = m.get("kind") == "sweep" and stimulus == "fan"
+        if (
+            fan_sweep
+            and any(run_dir.glob("curve-*.json"))
+            and (best is None or m["started_ns"] > best[0])
+        ):
+            best = (m["started_ns"], run_dir)
+    if best is None:
+        raise ConfigError(
+            f"--curve latest: no fan sweep with curves in `{results}`",
+            "run `iowatt sweep --stimulus fan …` first, or give a curve file",
+        )
+    return best[1]
+
+
+def resolve(refs: Sequence[str], results: Path) -> list[tuple[str, list[list[float]]]]:
+    """Every curve the ``--curve`` values name, as (source, [[pwm, norm, lo, hi], …])."""
+    from iowatt.store.runs import resolve_run
+
+    if not refs:
+        return [_profile_curve(name) for name in DEFAULT_PROFILES]
+    out = []
+    for ref in refs:
+        path = Path(ref)
+        if path.is_file():
+            out.append(_file_curve(path))
+        elif ref == "latest":
+            out.extend(_run_curves(_latest_fan_sweep(results)))
+        else:
+            try:
+                out.extend(_run_curves(resolve_run(results, ref)))
+            except RunNotFoundError:
+                out.append(_profile_curve(ref))
+    return out
+
+
+def _at(points: list[list[float]], x: float, k: int) -> float:
+    if x <= points[0][0]:
+        return points[0][k]
+    if x >= points[-1][0]:
+        return points[-1][k]
+    for a, b in itertools.pairwise(points):
+        if a[0] <= x <= b[0]:
+            return a[k] + (b[k] - a[k]) * (x - a[0]) / (b[0] - a[0])
+    raise AssertionError("x lies within the points")  # pragma: no cover
+
+
+def combine(curves: Sequence[tuple[str, list[list[float]]]]) -> dict[str, Any]:
+    """The slowest disk's fraction at every PWM any curve has (the engine's ``Curve``)."""
+    xs = sorted({x for _, points in curves for x, *_ in points})
+    points = []
+    for x in xs:
+        norm, lo, hi = (min(_at(p, x, k) for _, p in curves) for k in (1, 2, 3))
+        for v in (norm, lo, hi):
+            if not (math.isfinite(v) and 0 <= v <= 1):
+                raise ConfigError(f"curve value {v:g} at {x:g} % PWM is outside 0..1", _HINT)
+        points.append([x, norm, min(lo, norm), max(hi, norm)])
+    return {"source": " + ".join(source for source, _ in curves), "points": points}

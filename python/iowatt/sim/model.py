@@ -1,0 +1,114 @@
+"""The server simulator's inputs as data: the model (``server.toml``) and the jobs and workload
+sets (``workloads.toml``), both shipped beside this module and overridable by a user's file.
+
+A model file overrides values of the shipped model: a key the shipped model does not have is
+refused (with its dotted path), so a typo cannot silently leave a default in place. A workload
+file adds jobs and sets, or replaces those of the same name. The engine checks the values
+(a negative resistance, a set naming an unknown job) and names what it refuses.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from iowatt.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+MODEL = "server.toml"
+WORKLOADS = "workloads.toml"
+
+
+def _shipped(name: str) -> dict[str, Any]:
+    return tomllib.loads(resources.files("iowatt.sim").joinpath(name).read_text("utf-8"))
+
+
+def read_toml(path: Path, option: str) -> dict[str, Any]:
+    """A TOML file's tables; a ConfigError naming the file and the line otherwise."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{option} `{path}` cannot be read ({e.strerror or e})", "") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{option} `{path}` is not text", "give a TOML file") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{option} `{path}` is not TOML: {e}", "see docs/sim-server.md") from None
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, str):
+        return "text"
+    return "number"
+
+
+def _same_type(base: Any, value: Any) -> bool:
+    if isinstance(value, bool) or isinstance(base, bool):
+        return isinstance(value, bool) and isinstance(base, bool)
+    if isinstance(base, int | float):
+        return isinstance(value, int | float)
+    return isinstance(value, type(base))
+
+
+def _overlay(base: dict[str, Any], extra: Mapping[str, Any], path: str, source: Path) -> None:
+    for key, value in extra.items():
+        where = f"{path}.{key}" if path else key
+        if key not in base:
+            known = ", ".join(f"`{k}`" for k in base) or "none"
+            raise ConfigError(
+                f"--model `{source}` has an unknown key `{where}`",
+                f"keys here are {known}; docs/sim-server.md lists every parameter",
+            )
+        if isinstance(base[key], dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"--model `{source}`: `{where}` must be a table", "")
+            _overlay(base[key], value, where, source)
+        else:
+            if not _same_type(base[key], value):
+                raise ConfigError(
+                    f"--model `{source}`: `{where}` = {value!r} is not a {_kind(base[key])}",
+                    f"the shipped value is {base[key]!r}",
+                )
+            base[key] = value
+
+
+def load_model(path: Path | None = None) -> dict[str, Any]:
+    """The shipped model, with the values of the TOML file ``path`` over it."""
+    model = _shipped(MODEL)
+    if path is not None:
+        _overlay(model, read_toml(path, "--model"), "", path)
+    return model
+
+
+def load_workloads(path: Path | None = None) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """(jobs by name, workload sets by name): the shipped ones, then the file's."""
+    shipped = _shipped(WORKLOADS)
+    jobs, sets = dict(shipped["jobs"]), dict(shipped["workloads"])
+    if path is not None:
+        extra = read_toml(path, "--jobs")
+        unknown = set(extra) - {"jobs", "workloads"}
+        if unknown:
+            raise ConfigError(
+                f"--jobs `{path}` has unknown tables {', '.join(sorted(unknown))}",
+                "a workload file has [jobs.NAME] tables and a [workloads] table",
+            )
+        for table, into in (("jobs", jobs), ("workloads", sets)):
+            if not isinstance(extra.get(table, {}), dict):
+                raise ConfigError(f"--jobs `{path}`: `{table}` must be a table", "")
+            into.update(extra.get(table, {}))
+    for name, members in sets.items():
+        if not (isinstance(members, list) and all(isinstance(m, str) for m in members)):
+            raise ConfigError(
+                f"workload `{name}` is not a list of job names", 'e.g. W1 = ["bzip2", "q1"]'
+            )
+    return jobs, sets
