@@ -34,3 +34,69 @@ def test_format_bytes(n, text):
 def test_format_rate():
     assert format_rate(41152.3) == "41,152"
     assert format_rate(12.345) == "12.3"
+
+
+# --- lists and ranges: every simulator's list options ---------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from iowatt.units import parse_int_list, parse_list  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("text", "items"),
+    [
+        ("W1..W10", [f"W{i}" for i in range(1, 11)]),
+        ("1,2,3", ["1", "2", "3"]),
+        ("1..4", ["1", "2", "3", "4"]),
+        ("0.5..2:0.5", ["0.5", "1", "1.5", "2"]),
+        ("0..0.3:0.1", ["0", "0.1", "0.2", "0.3"]),  # no 0.30000000000000004
+        ("W4, W1..W2,W4", ["W4", "W1", "W2"]),  # in order, repeats dropped
+        ("DLB,FSTM-NoSSD", ["DLB", "FSTM-NoSSD"]),
+        ("-2..1", ["-2", "-1", "0", "1"]),
+    ],
+)
+def test_parse_list_expands_names_numbers_and_ranges(text, items):
+    assert parse_list(text, "--workloads") == items
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("W3..W1", "runs backwards"),
+        ("W1..X3", "not a range"),
+        ("1..3:0", "not a number above 0"),
+        ("1..3:-1", "not a number above 0"),
+        ("1..3:x", "not a number above 0"),
+        ("W1..W3:2", "not a range"),
+        ("1,,2", "empty item"),
+        ("", "is empty"),
+        ("1..1e9", "more than 100,000 items"),
+        ("1..x5", "not a range"),
+        ("1..inf", "not a range"),
+    ],
+)
+def test_parse_list_refuses_a_bad_item_naming_it(text, fragment):
+    with pytest.raises(ConfigError) as e:
+        parse_list(text, "--seed")
+    assert fragment in e.value.message and "--seed" in e.value.message
+    assert e.value.hint
+
+
+def test_parse_int_list_checks_whole_numbers_in_range():
+    assert parse_int_list("1..3,7", "--seed", 0, 10) == [1, 2, 3, 7]
+    with pytest.raises(ConfigError, match="not a whole number"):
+        parse_int_list("0.5..1:0.5", "--seed", 0, 10)
+    with pytest.raises(ConfigError, match="at most 10"):
+        parse_int_list("9..11", "--seed", 0, 10)
+
+
+@given(st.text(max_size=30))
+def test_parse_list_gives_items_or_one_config_error(text):
+    try:
+        items = parse_list(text, "--workloads")
+    except ConfigError as e:
+        assert e.message.startswith("--workloads") and "\n" not in e.message
+    else:
+        assert items and len(items) == len(set(items)) and all(i.strip() == i for i in items)

@@ -212,50 +212,57 @@ def _split_name(text: str) -> tuple[str, str]:
     return text[:i], text[i:]
 
 
-def _decimal(text: str, option: str) -> Any:
+def _number(text: str) -> Any:
+    """``text`` as a finite Decimal, or None when it is not a number."""
     from decimal import Decimal, InvalidOperation
 
     try:
         value = Decimal(text)
     except InvalidOperation:
-        raise ConfigError(f"{option} `{text}` is not a number", _RANGE_HINT) from None
-    if not value.is_finite():
-        raise ConfigError(f"{option} `{text}` is not a finite number", _RANGE_HINT)
-    return value
+        return None
+    return value if value.is_finite() else None
+
+
+def _check_count(count: int, item: str, option: str) -> None:
+    if count > MAX_LIST_ITEMS:
+        raise ConfigError(
+            f"{option} `{item}` has more than {MAX_LIST_ITEMS:,} items",
+            "give a shorter range or a larger step",
+        )
 
 
 def _expand(item: str, option: str) -> list[str]:
+    """``A..B[:STEP]``: numbers from A to B, or names with the same text before their numbers."""
     first, _, rest = item.partition("..")
     last, colon, step_text = rest.partition(":")
     first, last = first.strip(), last.strip()
-    if not first or not last:
-        raise ConfigError(f"{option} `{item}` is not a range A..B", _RANGE_HINT)
-    (head, a_digits), (tail, b_digits) = _split_name(first), _split_name(last)
-    if head and not head.replace(".", "").replace("-", "").isdigit() and not colon:
-        # A range of names: W1..W10
-        if head != tail or not a_digits or not b_digits:
+    a, b = _number(first), _number(last)
+    if a is not None and b is not None:
+        step = _number(step_text.strip()) if colon else _number("1")
+        if step is None or step <= 0:
             raise ConfigError(
-                f"{option} `{item}` mixes names: both ends need the same text before a number",
-                "e.g. W1..W10",
+                f"{option} `{item}` has step `{step_text.strip()}`, not a number above 0",
+                "e.g. 0..100:10",
             )
-        lo, hi = int(a_digits), int(b_digits)
-        if hi < lo:
-            raise ConfigError(f"{option} `{item}` runs backwards", f"e.g. {head}{hi}..{head}{lo}")
-        if hi - lo >= MAX_LIST_ITEMS:
-            raise ConfigError(f"{option} `{item}` has more than {MAX_LIST_ITEMS:,} items", "")
-        return [f"{head}{i}" for i in range(lo, hi + 1)]
-    a, b = _decimal(first, option), _decimal(last, option)
-    step = _decimal(step_text.strip(), option) if colon else _decimal("1", option)
-    if step <= 0:
-        raise ConfigError(f"{option} `{item}` has step {step}, not above 0", "e.g. 0..100:10")
-    if b < a:
+        if b < a:
+            raise ConfigError(f"{option} `{item}` runs backwards", f"e.g. {last}..{first}")
+        count = int((b - a) / step) + 1
+        _check_count(count, item, option)
+        # Decimal arithmetic: 0.1 steps land on 0.3, not 0.30000000000000004.
+        values = (a + step * i for i in range(count))
+        return [str(v.normalize()) if v % 1 else str(int(v)) for v in values]
+    (head, lo_digits), (tail, hi_digits) = _split_name(first), _split_name(last)
+    if colon or not head or head != tail or not lo_digits or not hi_digits:
+        raise ConfigError(
+            f"{option} `{item}` is not a range: numbers, or names with the same text before "
+            "their numbers",
+            _RANGE_HINT,
+        )
+    lo, hi = int(lo_digits), int(hi_digits)
+    if hi < lo:
         raise ConfigError(f"{option} `{item}` runs backwards", f"e.g. {last}..{first}")
-    count = int((b - a) / step) + 1
-    if count > MAX_LIST_ITEMS:
-        raise ConfigError(f"{option} `{item}` has more than {MAX_LIST_ITEMS:,} items", "")
-    # Decimal arithmetic: 0.1 steps land on 0.3, not 0.30000000000000004.
-    return [str((a + step * i).normalize()) if (a + step * i) % 1 else str(int(a + step * i))
-            for i in range(count)]  # fmt: skip
+    _check_count(hi - lo + 1, item, option)
+    return [f"{head}{i}" for i in range(lo, hi + 1)]
 
 
 def parse_list(text: str, option: str) -> list[str]:
@@ -272,8 +279,7 @@ def parse_list(text: str, option: str) -> list[str]:
             raise ConfigError(f"{option} `{text}` has an empty item", _RANGE_HINT)
         for value in _expand(item, option) if ".." in item else [item]:
             out[value] = None
-        if len(out) > MAX_LIST_ITEMS:
-            raise ConfigError(f"{option} has more than {MAX_LIST_ITEMS:,} items", _RANGE_HINT)
+        _check_count(len(out), text, option)
     return list(out)
 
 

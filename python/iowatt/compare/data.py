@@ -18,14 +18,15 @@ import numpy.typing as npt
 from iowatt.errors import ConfigError
 from iowatt.store.catalog import catalog
 
-# What can be compared: column of the catalog's workloads (or, for replays, replays) table →
-# (name for people, unit).
+# What can be compared: column of the catalog's workloads (for replays, replays; for server
+# simulations, sim_server, whose rows are "workload/policy") table → (name for people, unit).
 METRICS: dict[str, tuple[str, str]] = {
     "ops_s": ("ops/s", "ops/s"),
     "mib_s": ("MiB/s", "MiB/s"),
     "p99_ns": ("p99 latency", "ns"),
     "completion_p99_ns": ("p99 completion", "ns"),
     "success_rate": ("success rate", "%"),
+    "service_s": ("service time", "s"),
 }
 NO_GROUP = "(none)"
 
@@ -72,8 +73,14 @@ def load_rows(results: Path, filters: Filters, by: str, thresholds_ns: Sequence[
     sql = f"""
         SELECT r.run_id, epoch_us(r.started) * 1000 AS started_ns,
                json_extract_string(r.labels, ?) AS grp, w.workload,
-               w.ops_s, w.mib_s, w.p99_ns, p.completion_p99_ns, p.success_rate
-        FROM runs r JOIN workloads w USING (run_id) LEFT JOIN replays p USING (run_id)
+               w.ops_s, w.mib_s, w.p99_ns, p.completion_p99_ns, p.success_rate, w.service_s
+        FROM runs r JOIN (
+            SELECT run_id, workload, ops_s, mib_s, p99_ns, NULL::DOUBLE AS service_s
+            FROM workloads
+            UNION ALL
+            SELECT run_id, workload || '/' || policy, NULL, NULL, NULL, service_s
+            FROM sim_server
+        ) w USING (run_id) LEFT JOIN replays p USING (run_id)
         WHERE {" AND ".join(where)}
         ORDER BY w.workload, r.started, r.run_id
     """

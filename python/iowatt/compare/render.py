@@ -16,7 +16,7 @@ from typing import Any
 
 from iowatt.compare.data import METRICS, Rows
 from iowatt.compare.table import MIN_RUNS, Cell, Comparison, Settings
-from iowatt.units import format_ns, format_rate
+from iowatt.units import format_duration, format_ns, format_rate
 
 FORMATS = ("text", "markdown", "csv", "json")  # and "html": iowatt.report.compare_page
 LAYOUTS = ("long", "study")
@@ -32,6 +32,8 @@ def _value(metric: str) -> Callable[[float], str]:
         return lambda v: "–" if math.isnan(v) else format_ns(v)
     if metric == "success_rate":
         return lambda v: "–" if math.isnan(v) else f"{v:.2%}"
+    if METRICS[metric][1] == "s":
+        return lambda v: "–" if math.isnan(v) else format_duration(v)
     return lambda v: "–" if math.isnan(v) else format_rate(v)
 
 

@@ -25,7 +25,7 @@ from iowatt.report.series import code_spans, consecutive_runs
 from iowatt.report.sim_server import sim_view
 from iowatt.report.sweep import sweep_views
 from iowatt.report.tails import report_thresholds, slow_section, threshold_label
-from iowatt.store.runs import read_manifest
+from iowatt.store.runs import DamagedRun, read_manifest
 
 
 def templates(directory: Path) -> jinja2.Environment:
@@ -43,6 +43,13 @@ _ENV = templates(Path(__file__).parent)
 _ENV.filters["code_spans"] = code_spans
 
 
+def _kind(run_dir: Path) -> str | None:
+    try:
+        return read_manifest(run_dir).get("kind")
+    except DamagedRun:
+        return None  # load_run names what is wrong with it
+
+
 def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     """Write one self-contained HTML report of the runs in ``run_dirs`` to ``out``.
 
@@ -51,7 +58,7 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     """
     if not run_dirs:
         raise ValueError("write_report needs at least one run directory")
-    kinds = {read_manifest(Path(d)).get("kind") for d in run_dirs}
+    kinds = {_kind(Path(d)) for d in run_dirs}
     if "sim-server" in kinds:
         if kinds != {"sim-server"}:
             raise ConfigError(

@@ -118,7 +118,9 @@ def plan(
         raise ConfigError(f"--resolution `{resolution}` must be above zero", "e.g. 1s")
     if focus is not None and focus not in names:
         raise ConfigError(f"--focus `{focus}` is not among --workloads", f"e.g. --focus {names[0]}")
-    n_threads = check_int(threads or os.cpu_count() or 1, "--threads", 1, 1024, "--threads 2")
+    n_threads = check_int(
+        os.cpu_count() or 1 if threads is None else threads, "--threads", 1, 1024, "--threads 2"
+    )
     out = ServerPlan(
         model=load_model(model),
         jobs=job_defs,
