@@ -276,3 +276,51 @@ def test_a_fan_sweep_of_emulated_disks_feeds_the_simulator(capsys, tmp_path, shm
     # The measured curve slows the disks above 50 %: FSTM keeps the fans lower than DLB's.
     assert by["FSTM"]["mean_pwm"] < by["DLB"]["mean_pwm"]
     assert by["FSTM"]["speedup_vs_dlb"] > 0
+
+
+def _leaves(node: dict, path: tuple = ()) -> list[tuple]:
+    out = []
+    for key, value in node.items():
+        if isinstance(value, dict):
+            out += _leaves(value, (*path, key))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out.append((*path, key))
+    return out
+
+
+def _model_config(path: tuple, value: object) -> dict:
+    from iowatt.sim.server import plan
+
+    config = plan(workloads="W1", policies="DLB", results=Path("/nonexistent")).engine_config()
+    node = config["model"]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return config
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from iowatt.sim.model import load_model  # noqa: E402
+
+LEAVES = _leaves(load_model())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(LEAVES),
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.integers(min_value=-(2**70), max_value=2**70),
+    ),
+)
+def test_any_model_value_is_taken_or_refused_in_one_line(path, value):
+    from iowatt._engine import ServerSim
+    from iowatt.errors import ConfigError
+
+    try:
+        ServerSim(_model_config(path, value))
+    except ConfigError as e:
+        assert "\n" not in e.message and e.hint
+        assert path[-1] in e.message, (path, e.message)

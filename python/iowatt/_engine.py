@@ -526,6 +526,24 @@ class Encoded:
         return " ".join(words) or "the workload"
 
 
+_SIM_PLACE = re.compile(r"^the configuration: (.*) at line (\d+) column (\d+)$")
+
+
+def _sim_error(e: ConfigError, sent: Encoded) -> ConfigError:
+    """A simulator configuration the engine cannot read, naming the value's dotted path."""
+    m = _SIM_PLACE.match(e.message)
+    found = m and sent.field_at(int(m.group(2)), int(m.group(3)))
+    if not m or not found or not found[0]:
+        return e
+    path, text = found
+    shown = text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+    dotted = ".".join(str(p) for p in path)
+    return ConfigError(
+        f"`{dotted}` = `{shown}` is not a value the simulator takes ({m.group(1)})",
+        _HINTS["model"],
+    )
+
+
 def _workload_error(e: ConfigError, workload: str, sent: Encoded | None) -> ConfigError:
     """The engine's ConfigError about ``workload``, naming the field and the option."""
     m = _SERDE_PLACE.match(e.message)
@@ -573,8 +591,11 @@ class ServerSim(_EngineJob):
     _run: _core.ServerSim
 
     def __init__(self, config: Mapping[str, Any]) -> None:
-        text = json.dumps(config)
-        self._run = _engine_call(lambda: _core.ServerSim(text))
+        sent = Encoded(config)
+        try:
+            self._run = _engine_call(lambda: _core.ServerSim(sent.text))
+        except ConfigError as e:
+            raise _sim_error(e, sent) from None
 
     def progress(self) -> ServerSimProgress:
         return cast(ServerSimProgress, self._run.progress())

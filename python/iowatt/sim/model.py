@@ -9,6 +9,7 @@ file adds jobs and sets, or replaces those of the same name. The engine checks t
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
 from importlib import resources
@@ -74,6 +75,11 @@ def _overlay(base: dict[str, Any], extra: Mapping[str, Any], path: str, source: 
                 raise ConfigError(f"--model `{source}`: `{where}` must be a table", "")
             _overlay(base[key], value, where, source)
         else:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(
+                    f"--model `{source}`: `{where}` = {value} is not a finite number",
+                    f"the shipped value is {base[key]!r}",
+                )
             if not _same_type(base[key], value):
                 raise ConfigError(
                     f"--model `{source}`: `{where}` = {value!r} is not a {_kind(base[key])}",

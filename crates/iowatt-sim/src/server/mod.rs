@@ -80,8 +80,8 @@ impl Config {
         if !(self.resolution_s.is_finite() && self.resolution_s * 1e3 >= self.model.control.tick_ms)
         {
             return Err(ServerError::Config(format!(
-                "resolution {} s is shorter than a tick",
-                self.resolution_s
+                "resolution {} s is shorter than a tick (`control.tick_ms` = {})",
+                self.resolution_s, self.model.control.tick_ms
             )));
         }
         Ok(())

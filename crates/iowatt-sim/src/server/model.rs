@@ -288,9 +288,10 @@ impl Model {
         positive("control.tick_ms", c.tick_ms)?;
         positive("control.fan_interval_s", c.fan_interval_s)?;
         if c.fan_interval_s * 1000.0 < c.tick_ms {
-            return Err(ServerError::Model(
-                "`control.fan_interval_s` must be at least one tick".into(),
-            ));
+            return Err(ServerError::Model(format!(
+                "`control.fan_interval_s` = {} s must be at least one tick (`control.tick_ms` = {})",
+                c.fan_interval_s, c.tick_ms
+            )));
         }
         positive("control.gating_step", c.gating_step)?;
         positive("control.predictor_horizon_ms", c.predictor_horizon_ms)?;
