@@ -15,6 +15,20 @@ from iowatt.bench.config import WorkloadConfig
 from iowatt.units import format_bytes, format_ns, format_rate
 
 
+def bar(label: str, transient: bool = False) -> Bars:
+    """iowatt's progress bar on stderr: a label, the bar, its percentage, the time left and a
+    live text (the task's ``live`` field)."""
+    return Bars(
+        TextColumn(label),
+        BarColumn(bar_width=30),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[live]}"),
+        console=Console(stderr=True),
+        transient=transient,
+    )
+
+
 class RichReporter:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)

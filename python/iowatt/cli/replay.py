@@ -95,18 +95,10 @@ class _Live:
     """One line on stderr: the trace time reached, rate, open connections, lateness."""
 
     def __init__(self, offsets_ns: Any) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+        from iowatt.cli.progress import bar
 
         self.offsets_ns = offsets_ns
-        self.bars = Progress(
-            TextColumn("replay"),
-            BarColumn(bar_width=30),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[live]}"),
-            console=Console(stderr=True),
-        )
+        self.bars = bar("replay")
         self.task = self.bars.add_task("replay", total=len(offsets_ns), live="")
         self.last = (time.monotonic(), 0)
 

@@ -100,30 +100,27 @@ def _print_table(rows: list[dict[str, Any]], source: str) -> None:
 
 
 class _Live:
-    """One line on stderr: runs done and simulated time."""
+    """Runs done and simulated time on stderr: a bar on a terminal, else a line per run done
+    (for logs)."""
 
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+        from iowatt.cli.progress import bar
 
-        self.bars = Progress(
-            TextColumn("simulating"),
-            BarColumn(bar_width=30),
-            TextColumn("{task.completed}/{task.total} runs"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[live]}"),
-            console=Console(stderr=True),
-            transient=True,
-        )
+        self.bars = bar("simulating", transient=True)
         self.task = self.bars.add_task("sim", total=None, live="")
+        self.done = 0
 
     def __call__(self, p: dict[str, Any]) -> None:
+        hours = p["simulated_s"] / 3600
+        live = f"{p['runs_done']}/{p['runs']} runs, {hours:.1f} h simulated"
+        if not self.bars.console.is_terminal:
+            if p["runs_done"] > self.done:
+                self.done = p["runs_done"]
+                click.echo(live, err=True)
+            return
         if not self.bars.live.is_started:
             self.bars.start()
-        hours = p["simulated_s"] / 3600
-        self.bars.update(
-            self.task, total=p["runs"], completed=p["runs_done"], live=f"{hours:.1f} h simulated"
-        )
+        self.bars.update(self.task, total=p["runs"], completed=p["runs_done"], live=live)
 
     def close(self) -> None:
         if self.bars.live.is_started:

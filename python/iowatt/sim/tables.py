@@ -95,6 +95,8 @@ def policy_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (workload, policy), rs in groups.items():
         speedup, ci = _mean_ci([r["speedup_vs_dlb"] for r in rs])
+        if policy == BASELINE:
+            ci = None  # DLB against itself: no interval to give
         slowdown, _ = _mean_ci([r["batch_slowdown"] for r in rs])
         out.append(
             {

@@ -1,5 +1,5 @@
-//! Jobs and workload sets as data: a batch job burns CPU for a set time and loops until the
-//! service jobs are done; a service job (a database query) is a list of phases, each some CPU
+//! Jobs and workload sets as data: a batch job computes until the service jobs are done (its
+//! figure is its rate of progress); a service job (a database query) is a list of phases, each some CPU
 //! work, some I/O and what an SSD cache does to it.
 
 use std::collections::BTreeMap;
@@ -64,9 +64,7 @@ pub struct Job {
     /// How much memory throttling slows it (0: not at all, 1: as much as it throttles).
     #[serde(default)]
     pub mem_sensitivity: f64,
-    /// Batch: one run's CPU seconds at the top P-state, and its DRAM traffic W.
-    #[serde(default)]
-    pub cpu_s: f64,
+    /// Batch: DRAM traffic W at full speed (a service job's phases carry their own).
     #[serde(default)]
     pub mem_w: f64,
     /// Service: the table the SSD cache's size is a fraction of, GB.
@@ -105,9 +103,6 @@ impl Job {
         }
         match self.kind {
             Kind::Batch => {
-                if !(self.cpu_s.is_finite() && self.cpu_s > 0.0) {
-                    return Err(bad(name, "a batch job needs `cpu_s` above 0".into()));
-                }
                 if !self.phases.is_empty() {
                     return Err(bad(name, "a batch job has no `phases`".into()));
                 }

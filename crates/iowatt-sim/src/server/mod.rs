@@ -165,7 +165,7 @@ impl RunOutput {
         }
     }
 
-    fn add_tick(&mut self, s: &Sample, dt: f64, gated: bool, (hdd_mb, ssd_mb): &(f64, f64)) {
+    fn add_tick(&mut self, s: &Sample, dt: f64, gated: bool, hdd_mb: f64, ssd_mb: f64) {
         self.energy.socket += s.socket_w * dt;
         self.energy.memory += s.memory_w * dt;
         self.energy.fans += s.fans_w * dt;

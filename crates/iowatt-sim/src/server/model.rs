@@ -133,7 +133,8 @@ pub struct Control {
     pub gating_step: f64,
     pub predictor_horizon_ms: f64,
     pub predictor_cutoff_hz: f64,
-    /// Each job's size varies by a uniform factor of this coefficient of variation per seed.
+    /// Each service phase's size varies by a uniform factor of this coefficient of variation,
+    /// drawn per seed (the same for every policy).
     pub jitter_cv: f64,
     /// A run not done after this much simulated time stops, marked incomplete.
     pub max_sim_s: f64,

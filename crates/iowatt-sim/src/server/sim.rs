@@ -87,6 +87,8 @@ pub struct Server<'a> {
     pub avg_traffic_w: f64,
     pub migrations: u64,
     power: Vec<f64>,
+    /// Per core: the share of the tick it had a job to run (kept to spare an allocation).
+    busy: Vec<f64>,
     sum_power: Vec<f64>,
     sum_disks_w: f64,
     sum_dimms_w: f64,
@@ -187,6 +189,7 @@ impl<'a> Server<'a> {
             avg_traffic_w: 0.0,
             migrations: 0,
             power: vec![0.0; n],
+            busy: vec![0.0; model.socket.cores],
             sum_power: vec![0.0; n],
             sum_disks_w: 0.0,
             sum_dimms_w: 0.0,
@@ -279,8 +282,8 @@ impl<'a> Server<'a> {
         } else {
             return 0.0;
         };
-        // Past 130 °C silicon would long be gated; the cap keeps a controller's fixed-point
-        // search from running away at fan speeds it then rejects.
+        // Past 130 °C silicon would long be gated (the plant never gets there); the cap keeps
+        // a controller's fixed-point search from running away at fan speeds it then rejects.
         w * v * libm::exp(s.leakage_beta * (t.min(130.0) - s.leakage_ref_c))
     }
 
@@ -309,7 +312,8 @@ impl Server<'_> {
         let mut t = Tick::default();
         let mut exec_sum = 0.0;
         self.power.iter_mut().for_each(|p| *p = 0.0);
-        let mut busy = vec![0.0f64; s.cores];
+        let mut busy = std::mem::take(&mut self.busy);
+        busy.iter_mut().for_each(|b| *b = 0.0);
         let [f0, v0] = s.pstates[0];
         for j in 0..self.jobs.len() {
             let job = &mut self.jobs[j];
@@ -320,16 +324,21 @@ impl Server<'_> {
             let [f, _] = s.pstates[self.pstate[c]];
             let g = self.plant.gating[c];
             let speed = f / f0 * (1.0 - g) * (1.0 - job.sensitivity * mem_gating);
+            // A migration stalls the job for part of a tick; the core stays busy meanwhile.
+            let lost = job.stall_s.min(dt);
+            job.stall_s -= lost;
+            let avail = 1.0 - lost / dt;
+            let run_s = dt * avail;
+            busy[c] = 1.0 - avail;
             let mut exec = 0.0; // share of the tick the core executes this job
-            if job.stall_s > 0.0 {
-                job.stall_s = (job.stall_s - dt).max(0.0);
-                busy[c] = 1.0;
+            if avail <= 0.0 {
+                // stalled the whole tick
             } else if job.kind == Kind::Batch {
-                job.work_s += dt * speed;
+                job.work_s += run_s * speed;
                 busy[c] = 1.0;
-                exec = 1.0 - g;
-                t.traffic_w += job.mem_w * speed;
-                t.batch_speed += speed;
+                exec = avail * (1.0 - g);
+                t.traffic_w += job.mem_w * speed * avail;
+                t.batch_speed += speed * avail;
                 t.batch_jobs += 1;
             } else {
                 let p = &job.phases[job.phase];
@@ -355,16 +364,16 @@ impl Server<'_> {
                 };
                 let total = t_cpu + t_hdd + t_ssd;
                 if total.is_finite() && total > 0.0 {
-                    job.left -= dt / total;
-                    busy[c] = t_cpu / total;
-                    exec = busy[c] * (1.0 - g);
-                    t.hdd_share += t_hdd / total;
-                    t.ssd_share += t_ssd / total;
-                    t.hdd_mb += hdd_mb * dt / total;
-                    t.ssd_mb += ssd_mb * dt / total;
+                    job.left -= run_s / total;
+                    busy[c] += avail * t_cpu / total;
+                    exec = avail * t_cpu / total * (1.0 - g);
+                    t.hdd_share += avail * t_hdd / total;
+                    t.ssd_share += avail * t_ssd / total;
+                    t.hdd_mb += hdd_mb * run_s / total;
+                    t.ssd_mb += ssd_mb * run_s / total;
                     t.traffic_w += p.mem_w * exec;
-                } else {
-                    busy[c] = if t_cpu.is_finite() { 0.0 } else { 1.0 };
+                } else if !t_cpu.is_finite() {
+                    busy[c] = 1.0; // gated to a standstill
                 }
                 if job.left <= 0.0 {
                     job.phase += 1;
@@ -390,6 +399,7 @@ impl Server<'_> {
             let idle = 1.0 - b * (1.0 - self.plant.gating[c]);
             self.power[c] += s.core.idle_w * (v / v0) * (v / v0) * idle.max(0.0);
         }
+        self.busy = busy;
         let mean_exec = exec_sum / s.cores as f64;
         self.power[nd.l3] = s.l3.idle_w + s.l3.dynamic_w * mean_exec;
         self.power[nd.crossbar] = s.crossbar.idle_w + s.crossbar.dynamic_w * mean_exec;
@@ -454,9 +464,12 @@ pub fn run(
     let max_ticks = (model.control.max_sim_s * 1e3 / model.control.tick_ms).ceil() as u64;
     let mut series = Series::new(bin, bin as f64 * s.tick_s);
     let mut out = RunOutput::new(&set.name, policy, seed);
+    // Uniform around the curve's value, as far as its nearer extreme: the mean stays the
+    // curve's, and every draw within what the sweep saw.
     let draw = |rng: &mut Rng, s: &mut Server| {
-        let (_, lo, hi) = s.curve.at(f64::from(s.plant.pwm));
-        s.disk_frac = lo + (hi - lo) * rng.unit();
+        let (norm, lo, hi) = s.curve.at(f64::from(s.plant.pwm));
+        let half = (norm - lo).min(hi - norm);
+        s.disk_frac = norm + half * (2.0 * rng.unit() - 1.0);
     };
     pol.start(&mut s);
     // Start warm: from the steady state of the first tick's load with the fans at the speed
@@ -552,7 +565,7 @@ pub fn run(
             },
         };
         series.add(&sample);
-        out.add_tick(&sample, s.tick_s, any_gated, &t_mb(&t));
+        out.add_tick(&sample, s.tick_s, any_gated, t.hdd_mb, t.ssd_mb);
         if s.jobs.iter().all(|j| j.kind == Kind::Batch || !j.active()) {
             break super::Status::Complete;
         }
@@ -570,10 +583,6 @@ pub fn run(
     series.flush();
     out.finish(&s, status, k as f64 * s.tick_s, series);
     Ok(out)
-}
-
-fn t_mb(t: &Tick) -> (f64, f64) {
-    (t.hdd_mb, t.ssd_mb)
 }
 
 fn disks_w(model: &Model, t: &Tick) -> f64 {

@@ -158,7 +158,6 @@ fn step_load() -> iowatt_sim::server::Config {
             mem_gb: 1.0,
             activity: 1.0,
             mem_sensitivity: 0.0,
-            cpu_s: 0.0,
             mem_w: 0.0,
             table_gb: 10.0,
             phases: vec![phase("read", 0.0, 14.0), phase("compute", 400.0, 0.0)],
