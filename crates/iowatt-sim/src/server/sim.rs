@@ -472,27 +472,7 @@ pub fn run(
         s.disk_frac = norm + half * (2.0 * rng.unit() - 1.0);
     };
     pol.start(&mut s);
-    // Start warm: from the steady state of the first tick's load with the fans at the speed
-    // that holds it at the targets, as if the server had been running it, the same for every
-    // policy (a cold chassis would favour whichever policy lets it heat up slowest).
-    let first = s.jobs_tick();
-    s.avg_power.copy_from_slice(&s.power);
-    s.avg_disks_w = disks_w(model, &first);
-    s.avg_dimms_w = s.power[nd.dimm0..].iter().sum();
-    s.avg_traffic_w = first.traffic_w;
-    s.plant.pwm = policy::fan_for(&s, model.control.cpu_target_c, model.memory.target_c);
-    let mut warm = Vec::new();
-    s.settle(s.plant.pwm, &mut warm);
-    s.plant.temps.copy_from_slice(&warm);
-    s.jobs.iter_mut().for_each(|j| {
-        j.left = 1.0;
-        j.phase = 0;
-        j.work_s = 0.0;
-        j.done_ns = None;
-        j.stall_s = 0.0;
-    });
-    s.events = Events::with_cap(EVENT_CAP);
-    s.events.push(0, EventKind::Fan, 0, f64::from(s.plant.pwm));
+    s.warm_start();
     pol.interval(&mut s);
     draw(&mut noise, &mut s);
     let mut gated_before = vec![false; nd.len()];
@@ -534,36 +514,7 @@ pub fn run(
                 gated_before[i] = on;
             }
         }
-        let temps = &s.plant.temps;
-        let core_max = temps[..nd.cores].iter().copied().fold(f64::MIN, f64::max);
-        let dimm_max = (0..nd.dimms)
-            .map(|d| temps[nd.dimm0 + d])
-            .fold(f64::MIN, f64::max);
-        let gating = s.plant.gating[..nd.cores]
-            .iter()
-            .copied()
-            .fold(0.0, f64::max);
-        let sample = Sample {
-            core_max_c: core_max,
-            dimm_max_c: dimm_max,
-            sink_c: temps[nd.sink],
-            pwm: f64::from(s.plant.pwm),
-            disk_frac: s.disk_frac,
-            disk_mb_s: t.hdd_mb / s.tick_s,
-            ssd_mb_s: t.ssd_mb / s.tick_s,
-            cache_gb: s.cache_share * s.table_gb(),
-            gating,
-            socket_w,
-            memory_w: dimms_w,
-            fans_w,
-            disks_w: dw,
-            active_dimms: s.dimm_active.iter().filter(|a| **a).count() as f64,
-            batch_speed: if t.batch_jobs > 0 {
-                t.batch_speed / t.batch_jobs as f64
-            } else {
-                0.0
-            },
-        };
+        let sample = s.sample(&t, socket_w, fans_w, dimms_w, dw);
         series.add(&sample);
         out.add_tick(&sample, s.tick_s, any_gated, t.hdd_mb, t.ssd_mb);
         if s.jobs.iter().all(|j| j.kind == Kind::Batch || !j.active()) {
@@ -593,6 +544,60 @@ fn disks_w(model: &Model, t: &Tick) -> f64 {
 }
 
 impl Server<'_> {
+    /// Puts the server at the steady state of the first tick's load with the fans at the
+    /// speed that holds it at the targets, as if it had been running it: the same start for
+    /// every policy (a cold chassis would favour whichever lets it heat up slowest). The tick
+    /// only measures the load; the jobs start from where they were.
+    fn warm_start(&mut self) {
+        let (jobs, core_job) = (self.jobs.clone(), self.core_job.clone());
+        let first = self.jobs_tick();
+        (self.jobs, self.core_job) = (jobs, core_job);
+        self.events = Events::with_cap(EVENT_CAP);
+        let nd = self.plant.nodes;
+        self.avg_power.copy_from_slice(&self.power);
+        self.avg_disks_w = disks_w(self.model, &first);
+        self.avg_dimms_w = self.power[nd.dimm0..].iter().sum();
+        self.avg_traffic_w = first.traffic_w;
+        let c = &self.model.control;
+        self.plant.pwm = policy::fan_for(self, c.cpu_target_c, self.model.memory.target_c);
+        let mut warm = Vec::new();
+        self.settle(self.plant.pwm, &mut warm);
+        self.plant.temps.copy_from_slice(&warm);
+        self.events
+            .push(0, EventKind::Fan, 0, f64::from(self.plant.pwm));
+    }
+
+    /// This tick's readings, as the series and the totals take them.
+    fn sample(&self, t: &Tick, socket_w: f64, fans_w: f64, memory_w: f64, disks_w: f64) -> Sample {
+        let nd = self.plant.nodes;
+        let temps = &self.plant.temps;
+        let hottest = |r: std::ops::Range<usize>| temps[r].iter().copied().fold(f64::MIN, f64::max);
+        Sample {
+            core_max_c: hottest(0..nd.cores),
+            dimm_max_c: hottest(nd.dimm0..nd.len()),
+            sink_c: temps[nd.sink],
+            pwm: f64::from(self.plant.pwm),
+            disk_frac: self.disk_frac,
+            disk_mb_s: t.hdd_mb / self.tick_s,
+            ssd_mb_s: t.ssd_mb / self.tick_s,
+            cache_gb: self.cache_share * self.table_gb(),
+            gating: self.plant.gating[..nd.cores]
+                .iter()
+                .copied()
+                .fold(0.0, f64::max),
+            socket_w,
+            memory_w,
+            fans_w,
+            disks_w,
+            active_dimms: self.dimm_active.iter().filter(|a| **a).count() as f64,
+            batch_speed: if t.batch_jobs > 0 {
+                t.batch_speed / t.batch_jobs as f64
+            } else {
+                0.0
+            },
+        }
+    }
+
     fn accumulate(&mut self, disks_w: f64, dimms_w: f64, traffic_w: f64) {
         // Before leakage is added: a controller adds it back for the temperatures it tries.
         for (s, p) in self.sum_power.iter_mut().zip(&self.power) {
