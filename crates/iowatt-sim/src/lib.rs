@@ -9,12 +9,14 @@
 //! - [`thermal`]: compact RC networks (HotSpot style) integrated exactly over a fixed step. The
 //!   step's matrices are precomputed once per network (per fan level), so a tick is one
 //!   matrix-vector product.
+//! - [`raid`]: the storage power-policy simulator (issue 18, first step).
 //! - [`server`]: the server cooling simulator (issue 17) built on them.
 //! - [`mm1`]: the M/M/1 queue, the model with a known answer the core is checked against.
 
 mod linalg;
 pub mod mm1;
 mod queue;
+pub mod raid;
 mod random;
 pub mod server;
 pub mod thermal;

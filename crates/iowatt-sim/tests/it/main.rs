@@ -1,4 +1,5 @@
 mod mm1;
+mod raid;
 mod server;
 mod shipped;
 mod thermal;

@@ -1,0 +1,122 @@
+//! The storage power-policy simulator (issue 18, first step): an array of disks modelled from
+//! their datasheets ([`DiskModel`]) serving a request trace under a RAID personality — RAID-0,
+//! or RAID-0 whose idle disks spin down (LRU) — with each request's latency and completion
+//! time, each disk's energy and spin cycles, and power over time in bins. docs/sim-raid.md
+//! gives the models and their sources.
+
+mod disk;
+mod personality;
+mod sim;
+
+use thiserror::Error;
+
+pub use disk::{DiskModel, Kind, Power};
+pub use personality::{Extent, Lru, Personality, Raid0, Spec, Striping};
+pub use sim::{Array, RaidRun, State, Trace};
+
+use crate::Streams;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum RaidError {
+    #[error("{0}")]
+    Model(String),
+    #[error("{0}")]
+    Config(String),
+}
+
+/// An array: `disks` of `model`, striped in units of `stripe_bytes`.
+#[derive(Debug, Clone)]
+pub struct ArrayConfig {
+    pub model: DiskModel,
+    pub model_name: String,
+    pub disks: usize,
+    pub stripe_bytes: u64,
+    /// Power bins, s (the study's 15 s).
+    pub bin_s: f64,
+}
+
+impl ArrayConfig {
+    pub fn check(&self, trace: &Trace) -> Result<(), RaidError> {
+        self.model.check(&self.model_name)?;
+        if !(1..=64).contains(&self.disks) {
+            return Err(RaidError::Config(format!(
+                "--disks {} must be 1..64",
+                self.disks
+            )));
+        }
+        if self.stripe_bytes == 0 {
+            return Err(RaidError::Config(
+                "the stripe unit must be at least one byte".into(),
+            ));
+        }
+        if !(self.bin_s.is_finite() && self.bin_s > 0.0) {
+            return Err(RaidError::Config(format!(
+                "bin {} s must be above 0",
+                self.bin_s
+            )));
+        }
+        let capacity = self.model.capacity_bytes() as u128 * self.disks as u128;
+        for i in 0..trace.len() {
+            if u128::from(trace.offset[i]) + u128::from(trace.bytes[i]) > capacity {
+                return Err(RaidError::Config(format!(
+                    "request {i} ends at byte {}, beyond the array's {capacity} ({} × {})",
+                    u128::from(trace.offset[i]) + u128::from(trace.bytes[i]),
+                    self.disks,
+                    self.model_name
+                )));
+            }
+            if i > 0 && trace.t_ns[i] < trace.t_ns[i - 1] {
+                return Err(RaidError::Config(format!(
+                    "request {i} arrives before request {}: the trace must be in time order",
+                    i - 1
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn striping(&self) -> Striping {
+        Striping {
+            disks: self.disks,
+            unit: self.stripe_bytes,
+        }
+    }
+}
+
+/// Runs `trace` on the array under `spec` with `seed` (each disk's rotational positions come
+/// from its own stream, the same for every personality).
+pub fn simulate(
+    array: &ArrayConfig,
+    spec: &Spec,
+    trace: &Trace,
+    seed: u64,
+) -> Result<RaidRun, RaidError> {
+    array.check(trace)?;
+    let streams = Streams::new(seed);
+    let striping = array.striping();
+    let mut personality: Box<dyn Personality> = match spec {
+        Spec::Raid0 => Box::new(Raid0 { striping }),
+        Spec::Lru { timeout_s } => {
+            let t = timeout_s.unwrap_or_else(|| array.model.break_even_s());
+            if t.is_nan() || t <= 0.0 {
+                return Err(RaidError::Config(format!(
+                    "LRU's idle timeout {t} s must be above 0"
+                )));
+            }
+            Box::new(Lru {
+                striping,
+                timeout_ns: (t.min(1e9) * 1e9) as u64,
+            })
+        }
+    };
+    let bin_ns = (array.bin_s * 1e9).round() as u64;
+    let run = Array::new(
+        &array.model,
+        array.disks,
+        personality.as_mut(),
+        bin_ns,
+        |d| streams.stream(d as u64),
+    )
+    .run(trace);
+    Ok(run)
+}

@@ -1,0 +1,291 @@
+//! One personality on one trace: every request split over the disks it touches, each disk a
+//! FIFO queue with its head position and its power state, events in time order. A request's
+//! latency is until its first extent is served, its completion until its last (a striped
+//! request waits for its slowest member); energy is integrated state by state into bins.
+
+use std::collections::VecDeque;
+
+use iowatt_metrics::Rng;
+
+use super::disk::DiskModel;
+use super::personality::{Extent, Personality};
+use crate::EventQueue;
+
+/// Requests at the array: arrival (ns from the trace's start), array offset and size in bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    pub t_ns: Vec<u64>,
+    pub offset: Vec<u64>,
+    pub bytes: Vec<u64>,
+}
+
+impl Trace {
+    pub fn len(&self) -> usize {
+        self.t_ns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_ns.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Idle,
+    Busy,
+    SpinningDown,
+    Standby,
+    SpinningUp,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Arrival(u32),
+    Done(u16),
+    SpunDown(u16),
+    SpunUp(u16),
+    /// A disk's idle timer, valid while the disk's generation is unchanged.
+    Idle(u16, u64),
+}
+
+struct Disk {
+    state: State,
+    since_ns: u64,
+    head: u64,
+    queue: VecDeque<(u32, u64, u64)>,
+    serving: u32,
+    generation: u64,
+    cycles: u64,
+    rng: Rng,
+}
+
+/// What one run produced.
+#[derive(Debug, Clone, Default)]
+pub struct RaidRun {
+    /// Per request: until its first extent was served, and until its last, ns.
+    pub latency_ns: Vec<u64>,
+    pub completion_ns: Vec<u64>,
+    /// Per disk: J, spin-downs, and J and seconds spun down (or spinning down) per bin.
+    pub energy_j: Vec<f64>,
+    pub spin_cycles: Vec<u64>,
+    pub bin_energy_j: Vec<Vec<f64>>,
+    pub bin_standby_s: Vec<Vec<f64>>,
+    /// From the trace's start to the last event, ns.
+    pub end_ns: u64,
+}
+
+pub struct Array<'a> {
+    model: &'a DiskModel,
+    personality: &'a mut dyn Personality,
+    disks: Vec<Disk>,
+    queue: EventQueue<Ev>,
+    bin_ns: u64,
+    out: RaidRun,
+    remaining: Vec<u8>,
+    served: usize,
+    extents: Vec<Extent>,
+}
+
+impl<'a> Array<'a> {
+    /// `streams(d)` is disk d's seeded stream (its rotational positions).
+    pub fn new(
+        model: &'a DiskModel,
+        disks: usize,
+        personality: &'a mut dyn Personality,
+        bin_ns: u64,
+        mut streams: impl FnMut(usize) -> Rng,
+    ) -> Self {
+        let disks = (0..disks)
+            .map(|d| Disk {
+                state: State::Idle,
+                since_ns: 0,
+                head: 0,
+                queue: VecDeque::new(),
+                serving: 0,
+                generation: 0,
+                cycles: 0,
+                rng: streams(d),
+            })
+            .collect::<Vec<_>>();
+        let n = disks.len();
+        Self {
+            model,
+            personality,
+            disks,
+            queue: EventQueue::with_capacity(64),
+            bin_ns: bin_ns.max(1),
+            out: RaidRun {
+                energy_j: vec![0.0; n],
+                spin_cycles: vec![0; n],
+                bin_energy_j: vec![Vec::new(); n],
+                bin_standby_s: vec![Vec::new(); n],
+                ..RaidRun::default()
+            },
+            remaining: Vec::new(),
+            served: 0,
+            extents: Vec::new(),
+        }
+    }
+
+    fn power_w(&self, state: State) -> f64 {
+        let m = self.model;
+        match state {
+            State::Idle => m.idle.watts(),
+            State::Busy => m.active.watts(),
+            State::Standby => m.standby.watts(),
+            State::SpinningDown if m.spin_down_s > 0.0 => m.spin_down_j / m.spin_down_s,
+            State::SpinningUp if m.spin_up_s > 0.0 => m.spin_up_j / m.spin_up_s,
+            _ => 0.0,
+        }
+    }
+
+    /// Charges disk `d` its state's power from its last change to `now`, bin by bin, and
+    /// moves it to `next`.
+    fn enter(&mut self, d: usize, now: u64, next: State) {
+        let (state, since) = (self.disks[d].state, self.disks[d].since_ns);
+        let w = self.power_w(state);
+        let down = matches!(state, State::Standby | State::SpinningDown);
+        let mut t = since;
+        while t < now {
+            let bin = (t / self.bin_ns) as usize;
+            let until = ((bin as u64 + 1) * self.bin_ns).min(now);
+            let s = (until - t) as f64 / 1e9;
+            let (energy, standby) = (
+                &mut self.out.bin_energy_j[d],
+                &mut self.out.bin_standby_s[d],
+            );
+            if energy.len() <= bin {
+                energy.resize(bin + 1, 0.0);
+                standby.resize(bin + 1, 0.0);
+            }
+            energy[bin] += w * s;
+            if down {
+                standby[bin] += s;
+            }
+            self.out.energy_j[d] += w * s;
+            t = until;
+        }
+        let disk = &mut self.disks[d];
+        disk.state = next;
+        disk.since_ns = now;
+        disk.generation += 1;
+    }
+
+    fn start_next(&mut self, d: usize, now: u64) {
+        let Some((req, offset, bytes)) = self.disks[d].queue.pop_front() else {
+            self.enter(d, now, State::Idle);
+            if let Some(timeout) = self.personality.idle_timeout_ns(d) {
+                let generation = self.disks[d].generation;
+                self.queue.at(now + timeout, Ev::Idle(d as u16, generation));
+            }
+            return;
+        };
+        self.enter(d, now, State::Busy);
+        let disk = &mut self.disks[d];
+        let s = self
+            .model
+            .service_s(disk.head, offset, bytes, disk.rng.unit());
+        disk.head = offset + bytes;
+        disk.serving = req;
+        self.queue
+            .at(now + (s * 1e9).round() as u64, Ev::Done(d as u16));
+    }
+
+    fn spin_up(&mut self, d: usize, now: u64) {
+        self.enter(d, now, State::SpinningUp);
+        let t = (self.model.spin_up_s * 1e9).round() as u64;
+        self.queue.at(now + t, Ev::SpunUp(d as u16));
+    }
+
+    fn arrive(&mut self, i: usize, now: u64, trace: &Trace) {
+        let mut extents = std::mem::take(&mut self.extents);
+        self.personality
+            .route(trace.offset[i], trace.bytes[i], &mut extents);
+        self.remaining[i] = extents.len() as u8;
+        for e in &extents {
+            let d = e.disk;
+            self.disks[d].queue.push_back((i as u32, e.offset, e.bytes));
+            match self.disks[d].state {
+                State::Idle => self.start_next(d, now),
+                State::Standby => self.spin_up(d, now),
+                // Busy, spinning up or down: the queue is served when the disk is ready.
+                _ => {}
+            }
+        }
+        self.extents = extents;
+    }
+
+    fn done(&mut self, d: usize, now: u64, trace: &Trace) {
+        let req = self.disks[d].serving as usize;
+        let waited = now - trace.t_ns[req];
+        if self.remaining[req] > 0 {
+            if self.out.latency_ns[req] == u64::MAX {
+                self.out.latency_ns[req] = waited;
+            }
+            self.remaining[req] -= 1;
+            if self.remaining[req] == 0 {
+                self.out.completion_ns[req] = waited;
+                self.served += 1;
+            }
+        }
+        self.start_next(d, now);
+    }
+
+    /// Serves the whole trace (arrivals in time order) and returns what happened.
+    pub fn run(mut self, trace: &Trace) -> RaidRun {
+        let n = trace.len();
+        self.remaining = vec![0; n];
+        self.out.latency_ns = vec![u64::MAX; n];
+        self.out.completion_ns = vec![u64::MAX; n];
+        if n > 0 {
+            self.queue.at(trace.t_ns[0], Ev::Arrival(0));
+        }
+        for d in 0..self.disks.len() {
+            self.start_next(d, 0); // idle from the start: LRU's timers run
+        }
+        let mut end = 0;
+        while let Some((now, ev)) = self.queue.next() {
+            end = now;
+            match ev {
+                Ev::Arrival(i) => {
+                    let i = i as usize;
+                    if i + 1 < n {
+                        self.queue.at(trace.t_ns[i + 1], Ev::Arrival(i as u32 + 1));
+                    }
+                    self.arrive(i, now, trace);
+                }
+                Ev::Done(d) => self.done(usize::from(d), now, trace),
+                Ev::Idle(d, generation) => {
+                    let d = usize::from(d);
+                    let disk = &self.disks[d];
+                    if disk.state == State::Idle && disk.generation == generation {
+                        self.enter(d, now, State::SpinningDown);
+                        self.disks[d].cycles += 1;
+                        let t = (self.model.spin_down_s * 1e9).round() as u64;
+                        self.queue.at(now + t, Ev::SpunDown(d as u16));
+                    }
+                }
+                Ev::SpunDown(d) => {
+                    let d = usize::from(d);
+                    self.enter(d, now, State::Standby);
+                    if !self.disks[d].queue.is_empty() {
+                        self.spin_up(d, now);
+                    }
+                }
+                Ev::SpunUp(d) => self.start_next(usize::from(d), now),
+            }
+            // Once every request is served, what is left (idle timers) would only act on an
+            // empty array after the trace: stop.
+            if self.served == n {
+                break;
+            }
+        }
+        for d in 0..self.disks.len() {
+            let state = self.disks[d].state;
+            self.enter(d, end, state);
+            self.out.spin_cycles[d] = self.disks[d].cycles;
+        }
+        self.out.end_ns = end;
+        self.out
+    }
+}

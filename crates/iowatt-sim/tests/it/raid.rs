@@ -1,0 +1,242 @@
+//! The storage power-policy simulator against hand computation.
+
+use iowatt_sim::raid::{
+    simulate, ArrayConfig, DiskModel, Extent, Kind, Power, Spec, Striping, Trace,
+};
+use iowatt_sim::Streams;
+
+fn w(w: f64) -> Power {
+    Power {
+        w: Some(w),
+        a12: None,
+        a5: None,
+    }
+}
+
+/// Round numbers, so every figure can be worked out by hand.
+fn model() -> DiskModel {
+    DiskModel {
+        label: "test disk".into(),
+        kind: Kind::Hdd,
+        capacity_gb: 100.0,
+        rpm: 6000, // 10 ms a revolution
+        seek_track_ms: 1.0,
+        seek_avg_ms: 4.0,
+        seek_full_ms: 10.0,
+        outer_mb_s: 100.0,
+        inner_mb_s: 50.0,
+        overhead_ms: 0.5,
+        active: w(12.0),
+        idle: w(8.0),
+        standby: w(2.0),
+        spin_up_s: 6.0,
+        spin_up_j: 120.0,
+        spin_down_s: 2.0,
+        spin_down_j: 10.0,
+        start_stop_cycles: 50_000,
+    }
+}
+
+fn array(disks: usize) -> ArrayConfig {
+    ArrayConfig {
+        model: model(),
+        model_name: "test".into(),
+        disks,
+        stripe_bytes: 64 << 10,
+        bin_s: 15.0,
+    }
+}
+
+fn close(a: f64, b: f64) {
+    assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} vs {b}");
+}
+
+#[test]
+fn a_requests_service_time_is_seek_rotation_and_zoned_transfer() {
+    let m = model();
+    // A quarter of the stroke (a short seek), half a turn, 1 MB where the rate is 87.5 MB/s.
+    let quarter = 25_000_000_000;
+    let want = 0.5e-3 + (1.0 + 3.0 * 0.75f64.sqrt()) * 1e-3 + 5e-3 + 1e6 / 87.5e6;
+    close(m.service_s(0, quarter, 1_000_000, 0.5), want);
+    // Two thirds of the stroke (a long seek): 4 ms + (10 − 4) ms × (2/3 − 1/3) × 1.5 = 7 ms.
+    close(m.seek_s(2.0 / 3.0), 7e-3);
+    close(m.seek_s(1.0), 10e-3);
+    close(m.seek_s(1.0 / 3.0), 4e-3);
+    assert_eq!(m.seek_s(0.0), 0.0);
+}
+
+#[test]
+fn break_even_is_the_formula_and_the_36z15_gives_15_seconds() {
+    // (E_down + E_up − P_sb (t_down + t_up)) / (P_idle − P_sb) = (10 + 120 − 2·8) / 6 = 19 s.
+    close(model().break_even_s(), 19.0);
+    let mut m = model();
+    (
+        m.idle,
+        m.standby,
+        m.spin_up_s,
+        m.spin_up_j,
+        m.spin_down_s,
+        m.spin_down_j,
+    ) = (w(10.2), w(2.5), 10.9, 135.0, 1.5, 13.0);
+    // shared/reference/sim-models.md §2.2: 15.2 s.
+    close(m.break_even_s(), (13.0 + 135.0 - 2.5 * 12.4) / 7.7);
+    assert!((m.break_even_s() - 15.2).abs() < 0.05);
+    // Cheap spin cycles: never below the round trip itself.
+    m.spin_up_j = 0.0;
+    m.spin_down_j = 0.0;
+    close(m.break_even_s(), 12.4);
+}
+
+#[test]
+fn striping_gives_each_disk_one_contiguous_extent() {
+    let s = Striping {
+        disks: 4,
+        unit: 64 << 10,
+    };
+    let mut out = Vec::new();
+    // 60 KiB in: 4 KiB of disk 0's first unit, all of disks 1–3's, then 4 KiB of disk 0's
+    // second row, which follows its first on the disk: 8 KiB from 60 KiB on disk 0.
+    s.route(60 << 10, 200 << 10, &mut out);
+    let k = 1 << 10;
+    let e = |disk, offset, bytes| Extent {
+        disk,
+        offset,
+        bytes,
+    };
+    let want = vec![
+        e(0, 60 * k, 8 * k),
+        e(1, 0, 64 * k),
+        e(2, 0, 64 * k),
+        e(3, 0, 64 * k),
+    ];
+    assert_eq!(out, want);
+    assert_eq!(out.iter().map(|e| e.bytes).sum::<u64>(), 200 * k);
+}
+
+#[test]
+fn one_request_costs_idle_then_active_power_and_its_service_time() {
+    let trace = Trace {
+        t_ns: vec![1_000_000_000],
+        offset: vec![0],
+        bytes: vec![1_000_000],
+    };
+    let run = simulate(&array(1), &Spec::Raid0, &trace, 7).unwrap();
+    // The head is at 0: no seek; the rotation is disk 0's first draw of seed 7.
+    let u = Streams::new(7).stream(0).unit();
+    let service = 0.5e-3 + u * 10e-3 + 1e6 / 100e6;
+    close(run.completion_ns[0] as f64 / 1e9, service);
+    assert_eq!(
+        run.latency_ns[0], run.completion_ns[0],
+        "one extent: first is last"
+    );
+    close(run.end_ns as f64 / 1e9, 1.0 + service);
+    close(run.energy_j[0], 8.0 * 1.0 + 12.0 * service);
+    assert_eq!(run.spin_cycles, vec![0]);
+}
+
+#[test]
+fn an_idle_disk_spins_down_once_and_the_next_request_pays_the_spin_up() {
+    let trace = Trace {
+        t_ns: vec![0, 100_000_000_000],
+        offset: vec![0, 0],
+        bytes: vec![4096, 4096],
+    };
+    let lru = Spec::Lru {
+        timeout_s: Some(10.0),
+    };
+    let run = simulate(&array(1), &lru, &trace, 1).unwrap();
+    assert_eq!(run.spin_cycles, vec![1]);
+    let rng_draws = {
+        let mut r = Streams::new(1).stream(0);
+        (r.unit(), r.unit())
+    };
+    let service = |u: f64| 0.5e-3 + u * 10e-3 + 4096.0 / 100e6;
+    // The second seeks back 4 KiB from where the first left the head: a track-to-track seek.
+    let back = model().seek_s(4096.0 / 1e11);
+    let (first, last) = (service(rng_draws.0), back + service(rng_draws.1));
+    close(run.completion_ns[0] as f64 / 1e9, first);
+    close(run.completion_ns[1] as f64 / 1e9, 6.0 + last);
+    // Energy: idle until 10 s after the first request, 2 s spinning down, standby until the
+    // second request, 6 s spinning up, then the service.
+    let standby = 100.0 - (first + 10.0 + 2.0);
+    let want = 12.0 * first + 8.0 * 10.0 + 10.0 + 2.0 * standby + 120.0 + 12.0 * last;
+    close(run.energy_j[0], want);
+    // The bins hold the spin-down and standby seconds, and all the energy.
+    close(run.bin_standby_s[0].iter().sum(), 2.0 + standby);
+    close(run.bin_energy_j[0].iter().sum(), want);
+    assert_eq!(run.bin_energy_j[0].len(), 8, "106 s: eight 15 s bins");
+    // Under RAID-0 the same trace idles throughout and never waits.
+    let raid0 = simulate(&array(1), &Spec::Raid0, &trace, 1).unwrap();
+    assert_eq!(raid0.spin_cycles, vec![0]);
+    assert!(raid0.completion_ns[1] < 1_000_000_000 / 10);
+}
+
+#[test]
+fn a_striped_request_to_sleeping_disks_waits_for_the_slowest() {
+    // Four disks spun down (timeout 1 s, then 30 s of quiet); a 256 KiB read touches all four,
+    // which spin up in parallel: its completion is a spin-up plus the slowest service.
+    let trace = Trace {
+        t_ns: vec![0, 30_000_000_000],
+        offset: vec![0, 0],
+        bytes: vec![256 << 10, 256 << 10],
+    };
+    let run = simulate(
+        &array(4),
+        &Spec::Lru {
+            timeout_s: Some(1.0),
+        },
+        &trace,
+        3,
+    )
+    .unwrap();
+    assert_eq!(run.spin_cycles, vec![1; 4]);
+    let c = run.completion_ns[1] as f64 / 1e9;
+    assert!((6.0..6.1).contains(&c), "{c}");
+    assert!(run.latency_ns[1] <= run.completion_ns[1]);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run() {
+    let n = 2000u64;
+    let trace = Trace {
+        t_ns: (0..n).map(|i| i * 7_000_000).collect(),
+        offset: (0..n).map(|i| (i * 7919 % 1000) * (1 << 20)).collect(),
+        bytes: (0..n).map(|i| 4096 * (1 + i % 16)).collect(),
+    };
+    let a = simulate(&array(4), &Spec::Raid0, &trace, 11).unwrap();
+    let b = simulate(&array(4), &Spec::Raid0, &trace, 11).unwrap();
+    let c = simulate(&array(4), &Spec::Raid0, &trace, 12).unwrap();
+    assert_eq!(a.completion_ns, b.completion_ns);
+    assert_eq!(
+        a.energy_j.iter().map(|e| e.to_bits()).collect::<Vec<_>>(),
+        b.energy_j.iter().map(|e| e.to_bits()).collect::<Vec<_>>()
+    );
+    assert_ne!(
+        a.completion_ns, c.completion_ns,
+        "another seed, other rotations"
+    );
+}
+
+#[test]
+fn bad_models_and_arrays_are_refused_by_name() {
+    let mut m = model();
+    m.standby = w(9.0);
+    let e = m.check("x").unwrap_err().to_string();
+    assert!(e.contains("standby 9 W is above idle 8 W"), "{e}");
+    let mut m = model();
+    m.spin_up_s = -1.0;
+    assert!(m
+        .check("x")
+        .unwrap_err()
+        .to_string()
+        .contains("`spin_up_s` = -1"));
+    let trace = Trace {
+        t_ns: vec![0],
+        offset: vec![400_000_000_000],
+        bytes: vec![1],
+    };
+    let e = simulate(&array(4), &Spec::Raid0, &trace, 1)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("beyond the array"), "{e}");
+}
