@@ -11,7 +11,7 @@ mod sim;
 use thiserror::Error;
 
 pub use disk::{DiskModel, Kind, Power};
-pub use personality::{Extent, Lru, Personality, Raid0, Spec, Striping};
+pub use personality::{Extent, Lru, Paraid, ParaidParams, Personality, Raid0, Spec, Striping};
 pub use sim::{Array, RaidRun, State, Trace};
 
 use crate::Streams;
@@ -108,6 +108,14 @@ pub fn simulate(
                 timeout_ns: (t.min(1e9) * 1e9) as u64,
             })
         }
+        Spec::Paraid(p) => {
+            check_paraid(p, array.disks)?;
+            let budget = p
+                .cycles_per_day
+                .unwrap_or(array.model.start_stop_cycles as f64 / (5.0 * 365.0));
+            let replica_base = array.model.capacity_bytes() / 2;
+            Box::new(Paraid::new(striping, p.clone(), replica_base, budget))
+        }
     };
     let bin_ns = (array.bin_s * 1e9).round() as u64;
     let run = Array::new(
@@ -119,4 +127,47 @@ pub fn simulate(
     )
     .run(trace);
     Ok(run)
+}
+
+fn check_paraid(p: &ParaidParams, disks: usize) -> Result<(), RaidError> {
+    let bad = |m: String| Err(RaidError::Config(m));
+    if p.gears.is_empty() || p.gears.windows(2).any(|w| w[0] >= w[1]) || p.gears[0] == 0 {
+        return bad(format!(
+            "PARAID's gears {:?} must ascend from at least one disk",
+            p.gears
+        ));
+    }
+    let top = *p.gears.last().expect("not empty");
+    if top > disks {
+        return bad(format!(
+            "PARAID's gear of {top} disks is larger than the array's {disks}"
+        ));
+    }
+    if top < disks {
+        return bad(format!(
+            "PARAID's top gear ({top} disks) must be the whole array ({disks})"
+        ));
+    }
+    for (k, v) in [
+        ("sample_s", p.sample_s),
+        ("short_s", p.short_s),
+        ("long_s", p.long_s),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            return bad(format!("PARAID's `{k}` = {v} must be above 0"));
+        }
+    }
+    if !(0.0..=1.0).contains(&p.up) || !(0.0..=1.0).contains(&p.down) || p.down > p.up {
+        return bad(format!(
+            "PARAID's thresholds down {} and up {} must be within 0..1, down below up",
+            p.down, p.up
+        ));
+    }
+    if !(p.min_dwell_s.is_finite() && p.min_dwell_s >= 0.0) {
+        return bad(format!(
+            "PARAID's `min_dwell_s` = {} must be 0 or more",
+            p.min_dwell_s
+        ));
+    }
+    Ok(())
 }

@@ -46,6 +46,8 @@ enum Ev {
     SpunUp(u16),
     /// A disk's idle timer, valid while the disk's generation is unchanged.
     Idle(u16, u64),
+    /// The personality's monitor.
+    Monitor,
 }
 
 struct Disk {
@@ -55,6 +57,11 @@ struct Disk {
     queue: VecDeque<(u32, u64, u64)>,
     serving: u32,
     generation: u64,
+    /// Busy ns since the personality's monitor last looked, and a wake-up asked for while it
+    /// was spinning down.
+    busy_ns: u64,
+    busy_mark: u64,
+    wake: bool,
     cycles: u64,
     rng: Rng,
 }
@@ -72,6 +79,8 @@ pub struct RaidRun {
     pub bin_standby_s: Vec<Vec<f64>>,
     /// From the trace's start to the last event, ns.
     pub end_ns: u64,
+    /// (ns, disks powered) at every gear change, from the first monitor on (PARAID).
+    pub gears: Vec<(u64, usize)>,
 }
 
 pub struct Array<'a> {
@@ -103,6 +112,9 @@ impl<'a> Array<'a> {
                 queue: VecDeque::new(),
                 serving: 0,
                 generation: 0,
+                busy_ns: 0,
+                busy_mark: 0,
+                wake: false,
                 cycles: 0,
                 rng: streams(d),
             })
@@ -166,6 +178,12 @@ impl<'a> Array<'a> {
             t = until;
         }
         let disk = &mut self.disks[d];
+        if state == State::Busy {
+            disk.busy_ns += now - disk.busy_mark;
+        }
+        if next == State::Busy {
+            disk.busy_mark = now;
+        }
         disk.state = next;
         disk.since_ns = now;
         disk.generation += 1;
@@ -195,6 +213,58 @@ impl<'a> Array<'a> {
         self.enter(d, now, State::SpinningUp);
         let t = (self.model.spin_up_s * 1e9).round() as u64;
         self.queue.at(now + t, Ev::SpunUp(d as u16));
+    }
+
+    /// The personality looks at each disk's busy share since it last did, and may wake disks.
+    fn monitor(&mut self, now: u64) {
+        let Some(every) = self.personality.monitor_every_ns() else {
+            return;
+        };
+        let busy: Vec<f64> = self
+            .disks
+            .iter_mut()
+            .map(|disk| {
+                // The busy period under way counts up to now, and from now on next time.
+                if disk.state == State::Busy {
+                    disk.busy_ns += now - disk.busy_mark;
+                    disk.busy_mark = now;
+                }
+                let share = disk.busy_ns as f64 / every as f64;
+                disk.busy_ns = 0;
+                share.min(1.0)
+            })
+            .collect();
+        let before = self.personality.gear();
+        let mut wake = Vec::new();
+        self.personality.monitor(now, &busy, &mut wake);
+        for d in wake {
+            match self.disks[d].state {
+                State::Standby => self.spin_up(d, now),
+                State::SpinningDown => self.disks[d].wake = true,
+                _ => {
+                    // Spinning already: it joins as soon as asked.
+                    self.personality.spun_up(now, d);
+                }
+            }
+        }
+        self.note_gear(now, before);
+        // Disks the gear just left spin down once idle: arm their timers.
+        for d in 0..self.disks.len() {
+            if let (State::Idle, Some(t)) =
+                (self.disks[d].state, self.personality.idle_timeout_ns(d))
+            {
+                let generation = self.disks[d].generation;
+                self.queue.at(now + t, Ev::Idle(d as u16, generation));
+            }
+        }
+        self.queue.at(now + every, Ev::Monitor);
+    }
+
+    fn note_gear(&mut self, now: u64, before: Option<usize>) {
+        let after = self.personality.gear();
+        if after != before {
+            self.out.gears.extend(after.map(|g| (now, g)));
+        }
     }
 
     fn arrive(&mut self, i: usize, now: u64, trace: &Trace) {
@@ -243,6 +313,12 @@ impl<'a> Array<'a> {
         for d in 0..self.disks.len() {
             self.start_next(d, 0); // idle from the start: LRU's timers run
         }
+        if let Some(every) = self.personality.monitor_every_ns() {
+            self.queue.at(every, Ev::Monitor);
+            self.out
+                .gears
+                .extend(self.personality.gear().map(|g| (0, g)));
+        }
         let mut end = 0;
         while let Some((now, ev)) = self.queue.next() {
             end = now;
@@ -268,11 +344,18 @@ impl<'a> Array<'a> {
                 Ev::SpunDown(d) => {
                     let d = usize::from(d);
                     self.enter(d, now, State::Standby);
-                    if !self.disks[d].queue.is_empty() {
+                    if !self.disks[d].queue.is_empty() || std::mem::take(&mut self.disks[d].wake) {
                         self.spin_up(d, now);
                     }
                 }
-                Ev::SpunUp(d) => self.start_next(usize::from(d), now),
+                Ev::SpunUp(d) => {
+                    let d = usize::from(d);
+                    let before = self.personality.gear();
+                    self.personality.spun_up(now, d);
+                    self.note_gear(now, before);
+                    self.start_next(d, now);
+                }
+                Ev::Monitor => self.monitor(now),
             }
             // Once every request is served, what is left (idle timers) would only act on an
             // empty array after the trace: stop.

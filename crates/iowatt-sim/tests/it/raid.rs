@@ -1,7 +1,7 @@
 //! The storage power-policy simulator against hand computation.
 
 use iowatt_sim::raid::{
-    simulate, ArrayConfig, DiskModel, Extent, Kind, Power, Spec, Striping, Trace,
+    simulate, ArrayConfig, DiskModel, Extent, Kind, ParaidParams, Power, Spec, Striping, Trace,
 };
 use iowatt_sim::Streams;
 
@@ -239,4 +239,107 @@ fn bad_models_and_arrays_are_refused_by_name() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("beyond the array"), "{e}");
+}
+
+/// Requests of 256 KiB every `gap_ms` from `from_s` for `for_s` seconds, at offsets spread
+/// over the array's first 8 GB.
+fn load(trace: &mut Trace, from_s: u64, for_s: u64, gap_ms: u64) {
+    let (from, until) = (from_s * 1_000_000_000, (from_s + for_s) * 1_000_000_000);
+    let mut t = from;
+    let mut i = trace.len() as u64;
+    while t < until {
+        trace.t_ns.push(t);
+        trace.offset.push(i * 7919 % 32_768 * (256 << 10));
+        trace.bytes.push(256 << 10);
+        t += gap_ms * 1_000_000;
+        i += 1;
+    }
+}
+
+fn paraid(cycles_per_day: Option<f64>) -> Spec {
+    Spec::Paraid(ParaidParams {
+        cycles_per_day,
+        ..ParaidParams::default()
+    })
+}
+
+#[test]
+fn paraid_under_constant_high_load_stays_in_the_top_gear_as_raid0() {
+    let mut trace = Trace::default();
+    load(&mut trace, 0, 1200, 6);
+    let p = simulate(&array(4), &paraid(None), &trace, 5).unwrap();
+    let r = simulate(&array(4), &Spec::Raid0, &trace, 5).unwrap();
+    assert_eq!(p.gears, vec![(0, 4)], "never shifted");
+    assert_eq!(p.completion_ns, r.completion_ns);
+    for (a, b) in p.energy_j.iter().zip(&r.energy_j) {
+        assert_eq!(a.to_bits(), b.to_bits());
+    }
+    assert_eq!(p.spin_cycles, vec![0; 4]);
+}
+
+#[test]
+fn paraid_shifts_with_busy_and_quiet_half_hours_within_its_spin_budget() {
+    // Busy, quiet, busy, quiet, busy, quiet: 30 minutes each.
+    let mut trace = Trace::default();
+    for k in 0..6 {
+        let gap = if k % 2 == 0 { 6 } else { 10_000 };
+        load(&mut trace, k * 1800, 1800, gap);
+    }
+    let params = ParaidParams::default();
+    let run = simulate(&array(4), &paraid(Some(2.0)), &trace, 9).unwrap();
+    let downs: Vec<u64> = run
+        .gears
+        .windows(2)
+        .filter(|w| w[1].1 < w[0].1)
+        .map(|w| w[1].0)
+        .collect();
+    let ups: Vec<u64> = run
+        .gears
+        .windows(2)
+        .filter(|w| w[1].1 > w[0].1)
+        .map(|w| w[1].0)
+        .collect();
+    // Two down-shifts, in the first two quiet half hours; the third is past the daily budget.
+    assert_eq!(downs.len(), 2, "{:?}", run.gears);
+    for (d, quiet) in downs.iter().zip([1u64, 3]) {
+        let s = *d as f64 / 1e9;
+        assert!(
+            (quiet as f64 * 1800.0..(quiet + 1) as f64 * 1800.0).contains(&s),
+            "{s}"
+        );
+    }
+    // Each down-shift waits out the dwell after the shift before it.
+    for w in run.gears.windows(2) {
+        if w[1].1 < w[0].1 && w[0].0 > 0 {
+            assert!((w[1].0 - w[0].0) as f64 / 1e9 >= params.min_dwell_s);
+        }
+    }
+    // The next busy half hour shifts back up within a minute (the spin-up included).
+    for (u, busy) in ups.iter().zip([2u64, 4]) {
+        let s = *u as f64 / 1e9 - busy as f64 * 1800.0;
+        assert!(
+            (0.0..60.0).contains(&s),
+            "up-shift {s} s into busy half hour {busy}"
+        );
+    }
+    assert_eq!(run.spin_cycles, vec![0, 0, 2, 2]);
+    // Powered off for part of the quiet time, PARAID spends less than RAID-0.
+    let raid0 = simulate(&array(4), &Spec::Raid0, &trace, 9).unwrap();
+    let (e, e0): (f64, f64) = (run.energy_j.iter().sum(), raid0.energy_j.iter().sum());
+    assert!(e < 0.95 * e0, "{e} vs {e0}");
+}
+
+#[test]
+fn a_paraid_gear_larger_than_the_array_is_refused() {
+    let spec = Spec::Paraid(ParaidParams {
+        gears: vec![2, 6],
+        ..ParaidParams::default()
+    });
+    let e = simulate(&array(4), &spec, &Trace::default(), 1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("gear of 6 disks is larger than the array's 4"),
+        "{e}"
+    );
 }
