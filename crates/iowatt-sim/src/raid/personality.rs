@@ -258,9 +258,9 @@ impl Personality for Paraid {
             (p.sample_s / p.short_s).min(1.0),
             (p.sample_s / p.long_s).min(1.0),
         );
-        for d in 0..busy.len() {
-            self.short[d] += a_short * (busy[d] - self.short[d]);
-            self.long[d] += a_long * (busy[d] - self.long[d]);
+        for ((short, long), b) in self.short.iter_mut().zip(&mut self.long).zip(busy) {
+            *short += a_short * (b - *short);
+            *long += a_long * (b - *long);
         }
         if now_ns / DAY_NS != self.day {
             self.day = now_ns / DAY_NS;
