@@ -41,6 +41,7 @@ fn main() {
         disks: 4,
         stripe_bytes: 64 << 10,
         bin_s: 15.0,
+        cache_bytes: 0,
     };
     // A month at about 1.35 requests/s, exponential gaps, files of 4 KiB–1 MiB.
     let mut rng = Streams::new(1).stream(99);

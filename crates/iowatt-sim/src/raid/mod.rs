@@ -4,6 +4,7 @@
 //! time, each disk's energy and spin cycles, and power over time in bins. docs/sim-raid.md
 //! gives the models and their sources.
 
+mod cache;
 mod disk;
 mod personality;
 mod sim;
@@ -33,6 +34,8 @@ pub struct ArrayConfig {
     pub stripe_bytes: u64,
     /// Power bins, s (the study's 15 s).
     pub bin_s: f64,
+    /// The page cache in front of the array, bytes (0: none).
+    pub cache_bytes: u64,
 }
 
 impl ArrayConfig {
@@ -125,6 +128,7 @@ pub fn simulate(
         bin_ns,
         |d| streams.stream(d as u64),
     )
+    .with_cache(array.cache_bytes)
     .run(trace);
     Ok(run)
 }

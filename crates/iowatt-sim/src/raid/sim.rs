@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 
 use iowatt_metrics::Rng;
 
+use super::cache::PageCache;
 use super::disk::DiskModel;
 use super::personality::{Extent, Personality};
 use crate::EventQueue;
@@ -81,6 +82,8 @@ pub struct RaidRun {
     pub end_ns: u64,
     /// (ns, disks powered) at every gear change, from the first monitor on (PARAID).
     pub gears: Vec<(u64, usize)>,
+    /// Requests the page cache served.
+    pub cache_hits: u64,
 }
 
 pub struct Array<'a> {
@@ -93,6 +96,7 @@ pub struct Array<'a> {
     remaining: Vec<u8>,
     served: usize,
     extents: Vec<Extent>,
+    cache: PageCache,
 }
 
 impl<'a> Array<'a> {
@@ -136,6 +140,7 @@ impl<'a> Array<'a> {
             remaining: Vec::new(),
             served: 0,
             extents: Vec::new(),
+            cache: PageCache::new(0),
         }
     }
 
@@ -267,7 +272,20 @@ impl<'a> Array<'a> {
         }
     }
 
+    /// A page cache of `bytes` in front of the array.
+    pub fn with_cache(mut self, bytes: u64) -> Self {
+        self.cache = PageCache::new(bytes);
+        self
+    }
+
     fn arrive(&mut self, i: usize, now: u64, trace: &Trace) {
+        if self.cache.access(trace.offset[i], trace.bytes[i]) {
+            self.out.cache_hits += 1;
+            self.out.latency_ns[i] = 0;
+            self.out.completion_ns[i] = 0;
+            self.served += 1;
+            return;
+        }
         let mut extents = std::mem::take(&mut self.extents);
         self.personality
             .route(trace.offset[i], trace.bytes[i], &mut extents);

@@ -44,6 +44,7 @@ fn array(disks: usize) -> ArrayConfig {
         disks,
         stripe_bytes: 64 << 10,
         bin_s: 15.0,
+        cache_bytes: 0,
     }
 }
 
@@ -342,4 +343,22 @@ fn a_paraid_gear_larger_than_the_array_is_refused() {
         e.contains("gear of 6 disks is larger than the array's 4"),
         "{e}"
     );
+}
+
+#[test]
+fn a_page_cache_serves_re_reads_without_the_disks() {
+    let trace = Trace {
+        t_ns: vec![0, 1_000_000_000, 2_000_000_000],
+        offset: vec![0, 0, 1 << 20],
+        bytes: vec![4096, 4096, 4096],
+    };
+    let mut a = array(1);
+    a.cache_bytes = 1 << 20;
+    let run = simulate(&a, &Spec::Raid0, &trace, 2).unwrap();
+    assert_eq!(run.cache_hits, 1);
+    assert_eq!(run.completion_ns[1], 0, "from memory");
+    assert!(run.completion_ns[2] > 0);
+    let uncached = simulate(&array(1), &Spec::Raid0, &trace, 2).unwrap();
+    assert_eq!(uncached.cache_hits, 0);
+    assert!(uncached.completion_ns[1] > 0);
 }
