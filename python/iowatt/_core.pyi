@@ -16,6 +16,7 @@ __all__ = [
     "ipmitool_command",
     "parse_duration_ns",
     "parse_size",
+    "raid_simulate",
 ]
 
 __version__: str
@@ -137,3 +138,7 @@ class ServerSim:
     def wait(self, timeout_s: float) -> bool: ...
     def progress(self) -> dict[str, Any]: ...
     def result(self) -> list[dict[str, Any]]: ...
+
+def raid_simulate(
+    config_json: str, n: int, t_ns: bytes, offset: bytes, bytes: bytes, seed: int
+) -> dict[str, Any]: ...

@@ -529,7 +529,7 @@ class Encoded:
 _SIM_PLACE = re.compile(r"^the configuration: (.*) at line (\d+) column (\d+)$")
 
 
-def _sim_error(e: ConfigError, sent: Encoded) -> ConfigError:
+def _sim_error(e: ConfigError, sent: Encoded, hint: str = _HINTS["model"]) -> ConfigError:
     """A simulator configuration the engine cannot read, naming the value's dotted path."""
     m = _SIM_PLACE.match(e.message)
     found = m and sent.field_at(int(m.group(2)), int(m.group(3)))
@@ -540,7 +540,7 @@ def _sim_error(e: ConfigError, sent: Encoded) -> ConfigError:
     dotted = ".".join(str(p) for p in path)
     return ConfigError(
         f"`{dotted}` = `{shown}` is not a value the simulator takes ({m.group(1)})",
-        _HINTS["model"],
+        hint,
     )
 
 
@@ -602,3 +602,24 @@ class ServerSim(_EngineJob):
 
     def result(self) -> list[dict[str, Any]]:
         return cast(list[dict[str, Any]], _engine_call(self._run.result))
+
+
+def raid_simulate(
+    config: Mapping[str, Any], columns: Mapping[str, bytes], n: int, seed: int
+) -> dict[str, Any]:
+    """One RAID personality on a trace (``crates/iowatt-sim/src/raid``): ``config`` holds
+    ``array`` and ``spec``; ``columns`` the trace's ``t_ns``, ``offset`` and ``bytes`` as
+    little-endian uint64 buffers. Refused input raises :class:`ConfigError`."""
+    sent = Encoded(config)
+    try:
+        return cast(
+            dict[str, Any],
+            _engine_call(
+                lambda: _core.raid_simulate(
+                    sent.text, n, columns["t_ns"], columns["offset"], columns["bytes"], seed
+                )
+            ),
+        )
+    except ConfigError as e:
+        hint = "docs/sim-raid.md gives the disk models' keys and ranges"
+        raise _sim_error(e, sent, hint) from None

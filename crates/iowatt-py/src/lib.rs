@@ -7,6 +7,7 @@ mod columns;
 mod errors;
 mod histogram;
 mod power;
+mod raid;
 mod replay;
 mod sim;
 mod trace;
@@ -25,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tree::TreeRecreate>()?;
     m.add_class::<replay::Replay>()?;
     m.add_class::<sim::ServerSim>()?;
+    m.add_function(wrap_pyfunction!(raid::raid_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
     m.add_function(wrap_pyfunction!(trace::hash_names, m)?)?;
     m.add_class::<trace::LogRead>()?;

@@ -27,7 +27,8 @@ MODEL = "server.toml"
 WORKLOADS = "workloads.toml"
 
 
-def _shipped(name: str) -> dict[str, Any]:
+def shipped(name: str) -> dict[str, Any]:
+    """A TOML file shipped beside this module, read."""
     return tomllib.loads(resources.files("iowatt.sim").joinpath(name).read_text("utf-8"))
 
 
@@ -36,13 +37,17 @@ def read_toml(path: Path, option: str) -> dict[str, Any]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
-        raise ConfigError(f"{option} `{path}` cannot be read ({e.strerror or e})", "") from None
+        raise ConfigError(
+            f"{option} `{path}` cannot be read ({e.strerror or e})", "check the file's path"
+        ) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{option} `{path}` is not text", "give a TOML file") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{option} `{path}` is not TOML: {e}", "see docs/sim-server.md") from None
+        raise ConfigError(
+            f"{option} `{path}` is not TOML: {e}", "see the shipped file's layout"
+        ) from None
 
 
 def _kind(value: Any) -> str:
@@ -61,45 +66,57 @@ def _same_type(base: Any, value: Any) -> bool:
     return isinstance(value, type(base))
 
 
-def _overlay(base: dict[str, Any], extra: Mapping[str, Any], path: str, source: Path) -> None:
+def _overlay(
+    base: dict[str, Any], extra: Mapping[str, Any], path: str, source: Path, option: str
+) -> None:
     for key, value in extra.items():
         where = f"{path}.{key}" if path else key
         if key not in base:
             known = ", ".join(f"`{k}`" for k in base) or "none"
             raise ConfigError(
-                f"--model `{source}` has an unknown key `{where}`",
+                f"{option} `{source}` has an unknown key `{where}`",
                 f"keys here are {known}; docs/sim-server.md lists every parameter",
             )
         if isinstance(base[key], dict):
             if not isinstance(value, dict):
-                raise ConfigError(f"--model `{source}`: `{where}` must be a table", "")
-            _overlay(base[key], value, where, source)
+                raise ConfigError(
+                    f"{option} `{source}`: `{where}` must be a table",
+                    "the shipped file beside iowatt.sim shows the layout",
+                )
+            _overlay(base[key], value, where, source, option)
         else:
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(
-                    f"--model `{source}`: `{where}` = {value} is not a finite number",
+                    f"{option} `{source}`: `{where}` = {value} is not a finite number",
                     f"the shipped value is {base[key]!r}",
                 )
             if not _same_type(base[key], value):
                 raise ConfigError(
-                    f"--model `{source}`: `{where}` = {value!r} is not a {_kind(base[key])}",
+                    f"{option} `{source}`: `{where}` = {value!r} is not a {_kind(base[key])}",
                     f"the shipped value is {base[key]!r}",
                 )
             base[key] = value
 
 
-def load_model(path: Path | None = None) -> dict[str, Any]:
-    """The shipped model, with the values of the TOML file ``path`` over it."""
-    model = _shipped(MODEL)
+def load_overridden(name: str, path: Path | None, option: str) -> dict[str, Any]:
+    """The shipped TOML file ``name``, with the values of the file ``path`` (given as
+    ``option``) over it: keys it does not have, values of another type and non-finite numbers
+    refused with their dotted path."""
+    data = shipped(name)
     if path is not None:
-        _overlay(model, read_toml(path, "--model"), "", path)
-    return model
+        _overlay(data, read_toml(path, option), "", path, option)
+    return data
+
+
+def load_model(path: Path | None = None) -> dict[str, Any]:
+    """The shipped server model, with the values of the TOML file ``path`` over it."""
+    return load_overridden(MODEL, path, "--model")
 
 
 def load_workloads(path: Path | None = None) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """(jobs by name, workload sets by name): the shipped ones, then the file's."""
-    shipped = _shipped(WORKLOADS)
-    jobs, sets = dict(shipped["jobs"]), dict(shipped["workloads"])
+    data = shipped(WORKLOADS)
+    jobs, sets = dict(data["jobs"]), dict(data["workloads"])
     if path is not None:
         extra = read_toml(path, "--jobs")
         unknown = set(extra) - {"jobs", "workloads"}
@@ -110,7 +127,9 @@ def load_workloads(path: Path | None = None) -> tuple[dict[str, Any], dict[str, 
             )
         for table, into in (("jobs", jobs), ("workloads", sets)):
             if not isinstance(extra.get(table, {}), dict):
-                raise ConfigError(f"--jobs `{path}`: `{table}` must be a table", "")
+                raise ConfigError(
+                    f"--jobs `{path}`: `{table}` must be a table", "e.g. [jobs.q1] and [workloads]"
+                )
             into.update(extra.get(table, {}))
     for name, members in sets.items():
         if not (isinstance(members, list) and all(isinstance(m, str) for m in members)):

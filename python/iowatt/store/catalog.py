@@ -38,7 +38,7 @@ from iowatt.warnings import Kind, RunWarning, WarningSink
 VIEWS = tuple(VIEW_FILES)
 LISTING = ".catalog.dirs"
 # The catalog's own layout: a catalog of another format is rebuilt from the run directories.
-FORMAT = "4"
+FORMAT = "5"
 
 _SCHEMA_SQL = """
 CREATE TABLE runs (
@@ -65,11 +65,18 @@ CREATE TABLE sim_server (
   run_id VARCHAR, workload VARCHAR, policy VARCHAR, seeds BIGINT, service_s DOUBLE,
   speedup_vs_dlb DOUBLE, batch_slowdown DOUBLE, socket_j DOUBLE, memory_j DOUBLE, fans_j DOUBLE,
   total_j DOUBLE, saving_total DOUBLE, peak_temp_c DOUBLE, gating_s DOUBLE, mean_pwm DOUBLE);
+CREATE TABLE sim_raid (
+  run_id VARCHAR, personality VARCHAR, seeds BIGINT, energy_j DOUBLE, saving_vs_raid0 DOUBLE,
+  mean_w DOUBLE, latency_p50_s DOUBLE, latency_p99_s DOUBLE, latency_max_s DOUBLE,
+  completion_p50_s DOUBLE, completion_p99_s DOUBLE, completion_max_s DOUBLE,
+  success_rate DOUBLE, timeouts DOUBLE);
 CREATE TABLE files (run_id VARCHAR, view VARCHAR, path VARCHAR);
 CREATE TABLE dirs (dir VARCHAR, run_id VARCHAR, indexed BOOLEAN, file VARCHAR, reason VARCHAR);
 CREATE TABLE meta (key VARCHAR, value VARCHAR);
 """
-_ROW_TABLES = ("runs", "workloads", "flowops", "energy", "replays", "sim_server", "files")
+_ROW_TABLES = (
+    "runs", "workloads", "flowops", "energy", "replays", "sim_server", "sim_raid", "files",
+)  # fmt: skip
 
 
 @dataclass
@@ -204,6 +211,7 @@ def _apply(
     _insert(con, "energy", [e for r in found for e in r.energy])
     _insert(con, "replays", [r.replay for r in found if r.replay])
     _insert(con, "sim_server", [row for r in found for row in r.sim_server])
+    _insert(con, "sim_raid", [row for r in found for row in r.sim_raid])
     _insert(con, "files", [[r.run_id, v, p] for r in found for v, p in r.files.items()])
     _insert(con, "dirs", marks)
     con.execute("DELETE FROM meta")

@@ -1,7 +1,7 @@
 """What the catalog holds of one run directory: its rows in the ``runs``, ``workloads``,
-``flowops``, ``energy``, ``replays`` and ``sim_server`` tables and its Parquet files, read and
-checked before anything is inserted, so a damaged run is named (with the file) and set aside
-while the others are indexed.
+``flowops``, ``energy``, ``replays``, ``sim_server`` and ``sim_raid`` tables and its Parquet
+files, read and checked before anything is inserted, so a damaged run is named (with the file)
+and set aside while the others are indexed.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ VIEW_FILES = {
     "policies": "policies.parquet",
     "sim_series": "sim_series.parquet",
     "sim_events": "sim_events.parquet",
+    "raid_runs": "raid_runs.parquet",
+    "raid_power": "raid_power.parquet",
+    "raid_requests": "raid_requests.parquet",
 }
 _INT64 = 2**63
 EPOCH = datetime(1970, 1, 1)
@@ -43,6 +46,7 @@ class RunRows:
     energy: list[list[Any]] = field(default_factory=list)
     replay: list[Any] = field(default_factory=list)  # a replay run's row of `replays`
     sim_server: list[list[Any]] = field(default_factory=list)  # rows of `sim_server`
+    sim_raid: list[list[Any]] = field(default_factory=list)  # rows of `sim_raid`
     # view → absolute path of this run's file for it
     files: dict[str, str] = field(default_factory=dict)
 
@@ -118,6 +122,18 @@ def _rows(run_dir: Path, manifest: Mapping[str, Any], summary: Mapping[str, Any]
                     _float(p["batch_slowdown"]), _float(e["socket"]), _float(e["memory"]),
                     _float(e["fans"]), _float(e["total"]), _float(saving["total"]),
                     _float(p["peak_temp_c"]), _float(p["gating_s"]), _float(p["mean_pwm"]),
+                ]
+            )  # fmt: skip
+    if manifest["kind"] == "sim-raid":
+        for p in summary.get("raid") or []:
+            lat, comp = p["latency_s"], p["completion_s"]
+            rows.sim_raid.append(
+                [
+                    run_id, _text(p["personality"]), _int(p["seeds"]), _float(p["energy_j"]),
+                    _float(p["energy_saving_vs_raid0"]), _float(p["mean_w"]),
+                    _float(lat["p50"]), _float(lat["p99"]), _float(lat["max"]),
+                    _float(comp["p50"]), _float(comp["p99"]), _float(comp["max"]),
+                    _float(p["success_rate"]), _float(p["timeouts"]),
                 ]
             )  # fmt: skip
     return rows

@@ -241,3 +241,64 @@ def event_table(run_id: str, t0_ns: int, events: Sequence[Mapping[str, Any]]) ->
         },
         schema=EVENT_SCHEMA,
     )
+
+
+# A RAID simulation (iowatt.sim.raid): one row per personality × seed, power per 15 s bin per
+# disk (and the array, disk null), every request's times (docs/run-store.md).
+RAID_RUN_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("personality", pa.string()),
+        ("seed", pa.int64()),
+        ("requests", pa.int64()),
+        ("cache_hits", pa.int64()),
+        ("duration_s", pa.float64()),
+        ("energy_j", pa.float64()),
+        ("mean_w", pa.float64()),
+        ("saving_vs_raid0", pa.float64()),
+        ("latency_p50_s", pa.float64()),
+        ("latency_p99_s", pa.float64()),
+        ("latency_max_s", pa.float64()),
+        ("completion_p50_s", pa.float64()),
+        ("completion_p99_s", pa.float64()),
+        ("completion_max_s", pa.float64()),
+        ("success_rate", pa.float64()),
+        ("timeouts", pa.int64()),
+        ("spin_cycles", pa.list_(pa.int64())),
+        ("gear_shifts", pa.int64()),
+    ]
+)
+RAID_POWER_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("personality", pa.string()),
+        ("seed", pa.int64()),
+        ("disk", pa.int64()),
+        ("t_s", pa.float64()),
+        ("energy_j", pa.float64()),
+        ("mean_w", pa.float64()),
+        ("standby_s", pa.float64()),
+        ("spinning", pa.float64()),
+    ]
+)
+RAID_REQUEST_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("personality", pa.string()),
+        ("seed", pa.int64()),
+        ("seq", pa.int64()),
+        ("t_s", pa.float64()),
+        ("offset", pa.int64()),
+        ("bytes", pa.int64()),
+        ("latency_ns", pa.int64()),
+        ("completion_ns", pa.int64()),
+        ("ok", pa.bool_()),
+    ]
+)
+VIEW_SCHEMAS.update(
+    {
+        "raid_runs": RAID_RUN_SCHEMA,
+        "raid_power": RAID_POWER_SCHEMA,
+        "raid_requests": RAID_REQUEST_SCHEMA,
+    }
+)

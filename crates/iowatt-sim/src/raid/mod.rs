@@ -26,7 +26,8 @@ pub enum RaidError {
 }
 
 /// An array: `disks` of `model`, striped in units of `stripe_bytes`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ArrayConfig {
     pub model: DiskModel,
     pub model_name: String,
@@ -116,7 +117,13 @@ pub fn simulate(
             let budget = p
                 .cycles_per_day
                 .unwrap_or(array.model.start_stop_cycles as f64 / (5.0 * 365.0));
-            let replica_base = array.model.capacity_bytes() / 2;
+            // Replicas fill the free space right after the data each disk holds.
+            let used = (0..trace.len())
+                .map(|i| trace.offset[i] + trace.bytes[i])
+                .max()
+                .unwrap_or(0);
+            let rows = used.div_ceil(array.stripe_bytes * array.disks as u64);
+            let replica_base = rows * array.stripe_bytes;
             Box::new(Paraid::new(striping, p.clone(), replica_base, budget))
         }
     };

@@ -160,7 +160,8 @@ impl Personality for Lru {
 pub struct Paraid {
     pub striping: Striping,
     pub params: ParaidParams,
-    /// Where replicas live on a disk (its upper half: the space server disks leave unused).
+    /// Where replicas start on a disk: after its share of the data, in the space server disks
+    /// leave unused.
     pub replica_base: u64,
     /// Daily spin-downs allowed per disk.
     pub budget_per_day: f64,

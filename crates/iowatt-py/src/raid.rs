@@ -1,0 +1,67 @@
+//! `raid_simulate`: one personality of the storage power-policy simulator on one trace and
+//! seed — the array and personality in as JSON, the trace as column buffers, every request's
+//! times and every disk's energy out. The simulation runs without the GIL.
+
+use iowatt_sim::raid::{simulate, ArrayConfig, RaidError, Spec, Trace};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::columns::{column_bytes, values};
+use crate::errors::raise;
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    array: ArrayConfig,
+    spec: Spec,
+}
+
+fn config_error(py: Python<'_>, message: String) -> PyErr {
+    raise(py, "ConfigError", message, None)
+}
+
+/// Simulates the `n` requests (`t_ns`, `offset`, `bytes`: little-endian uint64 buffers) on the
+/// array and personality of `config_json` with `seed`.
+#[pyfunction]
+pub fn raid_simulate<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    n: usize,
+    t_ns: &[u8],
+    offset: &[u8],
+    bytes: &[u8],
+    seed: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let request: Request = serde_json::from_str(config_json)
+        .map_err(|e| config_error(py, format!("the configuration: {e}")))?;
+    let shape = || {
+        config_error(
+            py,
+            "the trace's columns do not have the shape the engine takes".into(),
+        )
+    };
+    let trace = Trace {
+        t_ns: values(t_ns, n).ok_or_else(shape)?,
+        offset: values(offset, n).ok_or_else(shape)?,
+        bytes: values(bytes, n).ok_or_else(shape)?,
+    };
+    let run = py
+        .detach(|| simulate(&request.array, &request.spec, &trace, seed))
+        .map_err(|e| match e {
+            RaidError::Model(m) | RaidError::Config(m) => config_error(py, m),
+        })?;
+    let d = PyDict::new(py);
+    d.set_item("latency_ns", column_bytes(py, &run.latency_ns)?)?;
+    d.set_item("completion_ns", column_bytes(py, &run.completion_ns)?)?;
+    d.set_item("energy_j", run.energy_j.clone())?;
+    d.set_item("spin_cycles", run.spin_cycles.clone())?;
+    let bins = |b: &Vec<Vec<f64>>| -> PyResult<Vec<Bound<'py, pyo3::types::PyBytes>>> {
+        b.iter().map(|v| column_bytes(py, v)).collect()
+    };
+    d.set_item("bin_energy_j", bins(&run.bin_energy_j)?)?;
+    d.set_item("bin_standby_s", bins(&run.bin_standby_s)?)?;
+    d.set_item("gears", run.gears.clone())?;
+    d.set_item("end_ns", run.end_ns)?;
+    d.set_item("cache_hits", run.cache_hits)?;
+    Ok(d)
+}

@@ -1,0 +1,190 @@
+"""What the RAID simulator serves: requests at the array (arrival ns, offset, bytes), from
+
+- a block trace: the SNIA/MSR-Cambridge CSV layout (``Timestamp,Hostname,DiskNumber,Type,
+  Offset,Size,ResponseTime``, timestamps in 100 ns ticks) or blkparse's default text output
+  (its ``Q`` — queued — lines: sector and count, 512-byte sectors);
+- a web access log (any format ``iowatt trace`` reads) or a ``iowatt trace split`` directory:
+  the answered GETs with a body, each file laid out on the array once, in order of first
+  request, at the largest size the log sent it — or as a tree manifest (``iowatt tree
+  snapshot``) lists the files, with their sizes;
+
+sped up by ``speedup`` (arrival times divided by it) and checked in time order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from iowatt.errors import ConfigError
+
+ALIGN = 4096  # files start on 4 KiB boundaries
+_MSR = re.compile(r"^\d+,[^,]*,\d+,(Read|Write),\d+,\d+,\d+\s*$", re.IGNORECASE)
+_BLKPARSE = re.compile(r"^\s*\d+,\d+\s+\d+\s+\d+\s+\d+\.\d+\s+\d+\s+[A-Z]+\s+[RWDFNSMAB]+\s+\d+")
+LAYOUTS = "MSR-Cambridge CSV, blkparse text, an access log (--format), a split directory"
+
+U64 = npt.NDArray[np.uint64]
+
+
+@dataclass
+class Requests:
+    t_ns: U64
+    offset: U64
+    size: U64
+    # what the trace was and how it was read (recorded in the manifest)
+    described: dict[str, Any]
+
+    def __len__(self) -> int:
+        return int(self.t_ns.size)
+
+    def columns(self) -> dict[str, bytes]:
+        return {
+            "t_ns": self.t_ns.astype("<u8").tobytes(),
+            "offset": self.offset.astype("<u8").tobytes(),
+            "bytes": self.size.astype("<u8").tobytes(),
+        }
+
+    def array_bytes(self) -> int:
+        return int((self.offset + self.size).max()) if len(self) else 0
+
+
+def _first_line(path: Path) -> str:
+    import gzip
+
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.strip():
+                return line
+    return ""
+
+
+def _scaled(t_ns: npt.NDArray[Any], speedup: float) -> U64:
+    t = np.asarray(t_ns, dtype=np.float64)
+    t = (t - t.min()) / speedup if t.size else t
+    out = np.round(t).astype(np.uint64)
+    order = np.argsort(out, kind="stable")
+    if not np.array_equal(order, np.arange(out.size)):
+        raise ConfigError(
+            "the trace's requests are not in time order",
+            "sort it by time first (e.g. `sort -t, -k1,1n` for a CSV block trace)",
+        )
+    return out
+
+
+def _msr(path: Path, speedup: float) -> Requests:
+    import pyarrow.csv as pcsv
+
+    names = ["Timestamp", "Hostname", "DiskNumber", "Type", "Offset", "Size", "ResponseTime"]
+    table = pcsv.read_csv(path, read_options=pcsv.ReadOptions(column_names=names))
+    ticks = table["Timestamp"].to_numpy().astype(np.float64)
+    return Requests(
+        _scaled(ticks * 100.0, speedup),
+        table["Offset"].to_numpy().astype(np.uint64),
+        np.maximum(table["Size"].to_numpy().astype(np.uint64), 1),
+        {"layout": "msr-csv", "path": str(path), "requests": table.num_rows,
+         "writes": int(sum(t.lower() == "write" for t in table["Type"].to_pylist()))},
+    )  # fmt: skip
+
+
+def _blkparse(path: Path, speedup: float) -> Requests:
+    t, off, size = [], [], []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            parts = line.split()
+            # dev cpu seq time pid action rwbs sector + count
+            if len(parts) >= 10 and parts[5] == "Q" and parts[8] == "+":
+                try:
+                    t.append(float(parts[3]) * 1e9)
+                    off.append(int(parts[7]) * 512)
+                    size.append(int(parts[9]) * 512)
+                except ValueError:
+                    continue
+    if not t:
+        raise ConfigError(f"blkparse output `{path}` has no Q (queue) lines", "run blkparse -i …")
+    return Requests(
+        _scaled(np.array(t), speedup),
+        np.array(off, dtype=np.uint64),
+        np.maximum(np.array(size, dtype=np.uint64), 1),
+        {"layout": "blkparse", "path": str(path), "requests": len(t)},
+    )
+
+
+def _web(path: Path, fmt: str, speedup: float, tree: Path | None) -> Requests:
+    from iowatt.replay.source import load
+
+    trace = load(path, fmt, "start")
+    req = trace.requests
+    method = np.array(req["method"].to_pylist(), dtype=object)
+    status = np.array([s or 0 for s in req["status"].to_pylist()])
+    size = np.array([b or 0 for b in req["bytes"].to_pylist()], dtype=np.int64)
+    keep = (method == "GET") & (status >= 200) & (status < 300) & (size > 0)
+    targets = [t.split("?", 1)[0] for t in np.array(req["target"].to_pylist(), dtype=object)[keep]]
+    offsets_ns = req["offset_ns"].to_numpy()[keep]
+    size = size[keep]
+    where, known = _layout(targets, size, tree)
+    offset = np.array([where[t] for t in targets], dtype=np.uint64)
+    return Requests(
+        _scaled(offsets_ns, speedup),
+        offset,
+        size.astype(np.uint64),
+        {"layout": "access-log", "path": str(path), "format": fmt, "requests": len(targets),
+         "left_out": int((~keep).sum()), "files": len(where), "tree": str(tree) if tree else None,
+         "not_in_tree": known},
+    )  # fmt: skip
+
+
+def _layout(
+    targets: list[str], size: npt.NDArray[np.int64], tree: Path | None
+) -> tuple[dict[str, int], int]:
+    """Each file's array offset: the tree's files in its order, or the log's in order of first
+    request at the largest size sent; and how many requested files the tree lacks (laid out
+    after its files)."""
+    largest: dict[str, int] = {}
+    for t, s in zip(targets, size.tolist(), strict=True):
+        largest[t] = max(largest.get(t, 0), s)
+    files: dict[str, int] = {}
+    if tree is not None:
+        from iowatt.tree.manifest import read
+
+        table, _ = read(tree)
+        for p, kind, s in zip(table["path"].to_pylist(), table["type"].to_pylist(),
+                              table["size"].to_pylist(), strict=True):  # fmt: skip
+            if kind == "file":
+                files["/" + p.lstrip("/")] = max(int(s or 0), 1)
+    missing = [t for t in largest if t not in files]
+    for t in missing:
+        files[t] = largest[t]
+    where, at = {}, 0
+    for name, s in files.items():
+        where[name] = at
+        at += -(-max(s, largest.get(name, 0)) // ALIGN) * ALIGN
+    return where, len(missing) if tree is not None else 0
+
+
+def load_requests(path: Path, fmt: str, speedup: float, tree: Path | None = None) -> Requests:
+    """The requests of the trace at ``path`` (module doc), or one error saying which layouts
+    were tried."""
+    if not (speedup > 0 and np.isfinite(speedup)):
+        raise ConfigError(f"--speedup `{speedup}` must be above 0", "e.g. --speedup 8")
+    if path.is_dir():
+        return _web(path, fmt, speedup, tree)
+    if not path.is_file():
+        raise ConfigError(f"trace `{path}` does not exist", "give a block trace or an access log")
+    first = _first_line(path)
+    if _MSR.match(first):
+        return _msr(path, speedup)
+    if _BLKPARSE.match(first):
+        return _blkparse(path, speedup)
+    try:
+        return _web(path, fmt, speedup, tree)
+    except ConfigError as e:
+        raise ConfigError(
+            f"trace `{path}` is in no layout iowatt knows (tried {LAYOUTS}): {e.message}",
+            "an access log in another format needs --format; see docs/sim-raid.md",
+        ) from None
