@@ -621,5 +621,12 @@ def raid_simulate(
             ),
         )
     except ConfigError as e:
-        hint = "docs/sim-raid.md gives the disk models' keys and ranges"
-        raise _sim_error(e, sent, hint) from None
+        if "beyond the array" in e.message:
+            hint = (
+                "more --disks or a larger --disk-model hold it; else the trace is another array's"
+            )
+        else:
+            hint = "docs/sim-raid.md gives the disk models' and personalities' keys and ranges"
+        err = _sim_error(e, sent, hint)
+        err.hint = err.hint or hint
+        raise err from None

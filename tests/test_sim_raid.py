@@ -1,0 +1,164 @@
+"""``iowatt sim raid``: the per-personality table and its arithmetic, the trace layouts it
+reads, the run it writes, bad input as one line, and the study's expected shape on a
+generated diurnal log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from support.cli import assert_user_error, iowatt, runs_in
+
+KEYS = {
+    "personality", "seeds", "energy_j", "energy_saving_vs_raid0", "mean_w", "latency_s",
+    "completion_s", "success_rate", "timeouts", "spin_cycles", "cache_hits",
+}  # fmt: skip
+
+
+def sim(capsys, results: Path, trace: Path, *args: str | Path) -> dict[str, dict]:
+    r = iowatt(capsys, "sim", "raid", trace, "--json", "--results", results, *args)
+    assert r.code == 0, r.err
+    return {row["personality"]: row for row in json.loads(r.out)}
+
+
+@pytest.fixture(scope="module")
+def day_log(tmp_path_factory) -> Path:
+    """A generated day of diurnal web traffic (busy middays, quiet nights)."""
+    from iowatt.cli import main
+
+    out = tmp_path_factory.mktemp("log") / "day.log"
+    main(["trace", "generate", "-o", str(out), "--duration", "1d", "--rate", "0.5"])
+    return out
+
+
+def msr(path: Path, rows: list[tuple[int, str, int, int]]) -> Path:
+    """An MSR-Cambridge CSV: (100 ns ticks, Read/Write, offset, size) per row."""
+    path.write_text("".join(f"{t},web,0,{k},{o},{s},100\n" for t, k, o, s in rows))
+    return path
+
+
+def test_the_json_table_is_each_personality_against_raid0(capsys, tmp_path, day_log):
+    rows = sim(capsys, tmp_path / "r", day_log, "--speedup", "8")
+    assert list(rows) == ["raid0", "lru", "paraid"]
+    raid0 = rows["raid0"]
+    for r in rows.values():
+        assert set(r) == KEYS and len(r["spin_cycles"]) == 4
+        assert r["energy_saving_vs_raid0"] == pytest.approx(1 - r["energy_j"] / raid0["energy_j"])
+        q = r["latency_s"]
+        assert q["p50"] <= q["p90"] <= q["p99"] <= q["max"]
+        assert r["latency_s"]["p50"] <= r["completion_s"]["p50"]
+    (run_dir,) = runs_in(tmp_path / "r")
+    runs = pq.read_table(run_dir / "raid_runs.parquet")
+    assert runs["personality"].to_pylist() == ["raid0", "lru", "paraid"]
+    power = pq.read_table(run_dir / "raid_power.parquet").to_pylist()
+    array = [p for p in power if p["personality"] == "raid0" and p["disk"] is None]
+    # The bins add up to the run's energy.
+    assert sum(p["energy_j"] for p in array) == pytest.approx(raid0["energy_j"])
+    assert all(p["spinning"] == pytest.approx(4.0) for p in array), "RAID-0 never spins down"
+
+
+def test_an_msr_block_trace_is_served_and_an_offset_beyond_the_array_refused(capsys, tmp_path):
+    trace = msr(tmp_path / "t.csv", [(0, "Read", 0, 4096), (10_000_000, "Write", 1 << 20, 65536),
+                                      (20_000_000, "Read", 0, 4096)])  # fmt: skip
+    rows = sim(capsys, tmp_path / "r", trace, "--personalities", "raid0", "--cache", "1m")
+    assert rows["raid0"]["cache_hits"] == 1, "the third request re-reads the first"
+    far = msr(tmp_path / "far.csv", [(0, "Read", 10**15, 4096)])
+    r = iowatt(capsys, "sim", "raid", far, "--results", tmp_path / "r")
+    assert_user_error(r, "beyond the array")
+
+
+def test_blkparse_text_is_read_from_its_queue_lines(capsys, tmp_path):
+    lines = [
+        "  8,0    0        1     0.000000000  4102  Q   R 2048 + 8 [cat]",
+        "  8,0    0        2     0.000010000  4102  G   R 2048 + 8 [cat]",
+        "  8,0    0        3     0.500000000  4102  Q  WS 409600 + 256 [dd]",
+        "  8,0    0        4     1.000000000  4102  C   R 2048 + 8 [0]",
+    ]  # fmt: skip
+    trace = tmp_path / "trace.txt"
+    trace.write_text("\n".join(lines) + "\n")
+    sim(capsys, tmp_path / "r", trace, "--personalities", "raid0")
+    (run_dir,) = runs_in(tmp_path / "r")
+    req = pq.read_table(run_dir / "raid_requests.parquet").to_pylist()
+    assert [(r["t_s"], r["offset"], r["bytes"]) for r in req] == [
+        (0.0, 2048 * 512, 8 * 512), (0.5, 409600 * 512, 256 * 512)]  # fmt: skip
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--timeout", "0s"], ["--timeout", "above zero"]),
+        (["--personalities", "raid5"], ["`raid5`", "not a personality"]),
+        (["--disk-model", "floppy"], ["`floppy`", "not a disk model"]),
+        (["--disks", "0"], ["--disks"]),
+        (["--speedup", "0"], ["--speedup"]),
+    ],
+)
+def test_bad_options_are_one_line(capsys, tmp_path, day_log, args, fragments):
+    r = iowatt(capsys, "sim", "raid", day_log, *args, "--results", tmp_path / "r")
+    assert_user_error(r, *fragments)
+    assert runs_in(tmp_path / "r") == []
+
+
+def test_bad_models_and_params_name_the_value(capsys, tmp_path, day_log):
+    from iowatt.sim.disks import load_disks
+
+    row = load_disks()["ultrastar-36z15"]
+    lines = [f"{k} = {json.dumps(v)}" for k, v in row.items() if not isinstance(v, dict)]
+    lines += ["active = { w = 13.5 }", "idle = { w = 10.2 }", "standby = { w = 11.0 }"]
+    models = _write(tmp_path / "m.toml", "[hot]\n" + "\n".join(lines) + "\n")
+    r = iowatt(capsys, "sim", "raid", day_log, "--disk-models", models, "--disk-model", "hot",
+               "--results", tmp_path / "r")  # fmt: skip
+    assert_user_error(r, "standby 11 W is above idle 10.2 W")
+    params = _write(tmp_path / "p.toml", "[paraid]\ngears = [2, 6]\n")
+    r = iowatt(capsys, "sim", "raid", day_log, "--params", params, "--results", tmp_path / "r")
+    assert_user_error(r, "gear of 6 disks is larger than the array's 4")
+    garbage = _write(tmp_path / "g.bin", "\x00\x01 not a trace\n")
+    r = iowatt(capsys, "sim", "raid", garbage, "--results", tmp_path / "r")
+    assert_user_error(r, "no layout iowatt knows", "MSR-Cambridge CSV", "blkparse")
+
+
+def test_the_same_seed_gives_the_same_tables(capsys, tmp_path, day_log):
+    for d in ("a", "b"):
+        sim(capsys, tmp_path / d, day_log, "--speedup", "8", "--seed", "3")
+    (a,), (b,) = runs_in(tmp_path / "a"), runs_in(tmp_path / "b")
+    for name in ("raid_runs.parquet", "raid_power.parquet", "raid_requests.parquet"):
+        assert (
+            pq.read_table(a / name)
+            .drop(["run_id"])
+            .equals(pq.read_table(b / name).drop(["run_id"]))
+        ), name
+
+
+@pytest.mark.slow
+def test_the_study_s_shape_on_a_diurnal_day(capsys, tmp_path, day_log):
+    busy = sim(capsys, tmp_path / "busy", day_log, "--speedup", "8", "--seeds", "2")
+    # PARAID saves substantially with similar latency; LRU barely saves on busy traffic.
+    assert busy["paraid"]["energy_saving_vs_raid0"] > 0.2
+    assert busy["paraid"]["latency_s"]["p50"] < 2 * busy["raid0"]["latency_s"]["p50"]
+    assert busy["lru"]["energy_saving_vs_raid0"] < 0.1
+    # Unhurried (the log's own pace), the quiet nights let LRU spin down: spin-ups orders of
+    # magnitude above RAID-0's worst, and timeouts at a 10 s client limit.
+    slow = sim(capsys, tmp_path / "slow", day_log, "--timeout", "10s")
+    assert slow["lru"]["latency_s"]["max"] > 10 * slow["raid0"]["latency_s"]["max"]
+    assert slow["lru"]["timeouts"] > 0 and slow["raid0"]["timeouts"] == 0
+    assert max(slow["lru"]["spin_cycles"]) > 0
+    # Power follows the day: RAID-0's array draws above its idle floor (four idle 36Z15s,
+    # 10.2 W each) several times more in the busiest hour of the log than in the quietest.
+    (run_dir,) = runs_in(tmp_path / "busy")
+    power = pq.read_table(run_dir / "raid_power.parquet").to_pylist()
+    array = [
+        p for p in power if p["personality"] == "raid0" and p["disk"] is None and p["seed"] == 1
+    ][:-1]  # fmt: skip  (the last bin is partial)
+    hours: dict[int, list[float]] = {}
+    for p in array:
+        hours.setdefault(int(p["t_s"] * 8 // 3600), []).append(p["mean_w"] - 4 * 10.2)
+    above = [sum(v) / len(v) for v in hours.values()]
+    assert min(above) >= 0 and max(above) > 3 * min(above), above
