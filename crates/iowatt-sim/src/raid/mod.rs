@@ -59,6 +59,13 @@ impl ArrayConfig {
                 self.bin_s
             )));
         }
+        if trace.len() > u32::MAX as usize {
+            return Err(RaidError::Config(format!(
+                "{} requests: the simulator takes at most {} at once",
+                trace.len(),
+                u32::MAX
+            )));
+        }
         let capacity = self.model.capacity_bytes() as u128 * self.disks as u128;
         for i in 0..trace.len() {
             if u128::from(trace.offset[i]) + u128::from(trace.bytes[i]) > capacity {
@@ -124,6 +131,15 @@ pub fn simulate(
                 .unwrap_or(0);
             let rows = used.div_ceil(array.stripe_bytes * array.disks as u64);
             let replica_base = rows * array.stripe_bytes;
+            // The lowest gear holds the most replicas: (n − m) / m of a disk's data again.
+            let (n, m) = (array.disks as u64, p.gears[0] as u64);
+            let needed = replica_base + (replica_base * (n - m)).div_ceil(m);
+            if needed > array.model.capacity_bytes() {
+                return Err(RaidError::Config(format!(
+                    "PARAID's replicas do not fit: the trace uses {used} bytes of the array, \
+                     and a gear of {m} of {n} disks needs it to use at most {m}/{n} of it"
+                )));
+            }
             Box::new(Paraid::new(striping, p.clone(), replica_base, budget))
         }
     };

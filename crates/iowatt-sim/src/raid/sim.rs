@@ -45,8 +45,8 @@ enum Ev {
     Done(u16),
     SpunDown(u16),
     SpunUp(u16),
-    /// A disk's idle timer, valid while the disk's generation is unchanged.
-    Idle(u16, u64),
+    /// A disk's idle timer (one pending per disk at most: the heap holds no dead timers).
+    Idle(u16),
     /// The personality's monitor.
     Monitor,
 }
@@ -57,7 +57,8 @@ struct Disk {
     head: u64,
     queue: VecDeque<(u32, u64, u64)>,
     serving: u32,
-    generation: u64,
+    /// Whether the disk's idle timer is in the queue.
+    timer: bool,
     /// Busy ns since the personality's monitor last looked, and a wake-up asked for while it
     /// was spinning down.
     busy_ns: u64,
@@ -115,7 +116,7 @@ impl<'a> Array<'a> {
                 head: 0,
                 queue: VecDeque::new(),
                 serving: 0,
-                generation: 0,
+                timer: false,
                 busy_ns: 0,
                 busy_mark: 0,
                 wake: false,
@@ -191,16 +192,12 @@ impl<'a> Array<'a> {
         }
         disk.state = next;
         disk.since_ns = now;
-        disk.generation += 1;
     }
 
     fn start_next(&mut self, d: usize, now: u64) {
         let Some((req, offset, bytes)) = self.disks[d].queue.pop_front() else {
             self.enter(d, now, State::Idle);
-            if let Some(timeout) = self.personality.idle_timeout_ns(d) {
-                let generation = self.disks[d].generation;
-                self.queue.at(now + timeout, Ev::Idle(d as u16, generation));
-            }
+            self.arm(d, now);
             return;
         };
         self.enter(d, now, State::Busy);
@@ -212,6 +209,17 @@ impl<'a> Array<'a> {
         disk.serving = req;
         self.queue
             .at(now + (s * 1e9).round() as u64, Ev::Done(d as u16));
+    }
+
+    /// Sets disk `d`'s idle timer to fire `timeout` after `from`, unless one is pending (it
+    /// checks, when it fires, how long the disk has really idled).
+    fn arm(&mut self, d: usize, from: u64) {
+        if let Some(timeout) = self.personality.idle_timeout_ns(d) {
+            if !self.disks[d].timer {
+                self.disks[d].timer = true;
+                self.queue.at(from + timeout, Ev::Idle(d as u16));
+            }
+        }
     }
 
     fn spin_up(&mut self, d: usize, now: u64) {
@@ -255,11 +263,8 @@ impl<'a> Array<'a> {
         self.note_gear(now, before);
         // Disks the gear just left spin down once idle: arm their timers.
         for d in 0..self.disks.len() {
-            if let (State::Idle, Some(t)) =
-                (self.disks[d].state, self.personality.idle_timeout_ns(d))
-            {
-                let generation = self.disks[d].generation;
-                self.queue.at(now + t, Ev::Idle(d as u16, generation));
+            if self.disks[d].state == State::Idle {
+                self.arm(d, now);
             }
         }
         self.queue.at(now + every, Ev::Monitor);
@@ -349,14 +354,22 @@ impl<'a> Array<'a> {
                     self.arrive(i, now, trace);
                 }
                 Ev::Done(d) => self.done(usize::from(d), now, trace),
-                Ev::Idle(d, generation) => {
+                Ev::Idle(d) => {
                     let d = usize::from(d);
-                    let disk = &self.disks[d];
-                    if disk.state == State::Idle && disk.generation == generation {
-                        self.enter(d, now, State::SpinningDown);
-                        self.disks[d].cycles += 1;
-                        let t = (self.model.spin_down_s * 1e9).round() as u64;
-                        self.queue.at(now + t, Ev::SpunDown(d as u16));
+                    self.disks[d].timer = false;
+                    if self.disks[d].state == State::Idle {
+                        let since = self.disks[d].since_ns;
+                        match self.personality.idle_timeout_ns(d) {
+                            Some(t) if now >= since + t => {
+                                self.enter(d, now, State::SpinningDown);
+                                self.disks[d].cycles += 1;
+                                let t = (self.model.spin_down_s * 1e9).round() as u64;
+                                self.queue.at(now + t, Ev::SpunDown(d as u16));
+                            }
+                            // Idle again since the timer was set: wait out the rest.
+                            Some(_) => self.arm(d, since),
+                            None => {}
+                        }
                     }
                 }
                 Ev::SpunDown(d) => {

@@ -362,3 +362,20 @@ fn a_page_cache_serves_re_reads_without_the_disks() {
     assert_eq!(uncached.cache_hits, 0);
     assert!(uncached.completion_ns[1] > 0);
 }
+
+#[test]
+fn paraid_refuses_data_its_lowest_gear_cannot_hold_with_the_replicas() {
+    // Data over three quarters of the array: 2 of 4 disks cannot also hold the other two's.
+    let trace = Trace {
+        t_ns: vec![0],
+        offset: vec![300_000_000_000],
+        bytes: vec![4096],
+    };
+    let e = simulate(&array(4), &paraid(None), &trace, 1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("replicas do not fit") && e.contains("at most 2/4"),
+        "{e}"
+    );
+}
