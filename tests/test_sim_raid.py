@@ -41,7 +41,7 @@ def msr(path: Path, rows: list[tuple[int, str, int, int]]) -> Path:
 
 
 def test_the_json_table_is_each_personality_against_raid0(capsys, tmp_path, day_log):
-    rows = sim(capsys, tmp_path / "r", day_log, "--speedup", "8")
+    rows = sim(capsys, tmp_path / "r", day_log, "--speedup", "8", "--no-report")
     assert list(rows) == ["raid0", "lru", "paraid"]
     raid0 = rows["raid0"]
     for r in rows.values():
@@ -58,6 +58,21 @@ def test_the_json_table_is_each_personality_against_raid0(capsys, tmp_path, day_
     # The bins add up to the run's energy.
     assert sum(p["energy_j"] for p in array) == pytest.approx(raid0["energy_j"])
     assert all(p["spinning"] == pytest.approx(4.0) for p in array), "RAID-0 never spins down"
+
+
+def test_the_report_leads_with_the_table_and_draws_the_study_s_figures(capsys, tmp_path, day_log):
+    r = iowatt(capsys, "sim", "raid", day_log, "--speedup", "8", "--seeds", "2",
+               "--results", tmp_path / "r")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "report:" in r.out
+    (run_dir,) = runs_in(tmp_path / "r")
+    html = (run_dir / "report.html").read_text()
+    for plot in ("power", "latency", "completion"):
+        assert f'data-plot="{plot}"' in html
+    assert html.index("<table") < html.index('data-plot="power"'), "the answer first"
+    # A path that is no run is one line, not an internal failure.
+    r = iowatt(capsys, "report", run_dir, tmp_path / "no-run")
+    assert_user_error(r, "is not a run directory")
 
 
 def test_an_msr_block_trace_is_served_and_an_offset_beyond_the_array_refused(capsys, tmp_path):

@@ -160,19 +160,24 @@ cycles per personality; the disk models and their sources are in docs/sim-raid.m
 @click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
+@click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the run directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print one object per personality.")
 def raid(
     trace: Path,
     labels: tuple[str, ...],
     results: Path | None,
+    no_report: bool,
     quiet: bool,
     as_json: bool,
     **opts: Any,
 ) -> None:
     from iowatt.sim.raid import plan, run
 
-    config = plan(trace, results=results_dir(results), labels=parse_labels(labels), **opts)
+    config = plan(
+        trace, results=results_dir(results), labels=parse_labels(labels), report=not no_report,
+        **opts,
+    )  # fmt: skip
     quietly = quiet or as_json
     run_dir = run(config, note=lambda m: None if quietly else click.echo(m, err=True))
     rows = read_summary(run_dir)["raid"]
@@ -196,3 +201,5 @@ def raid(
             f"{r['success_rate']:>8.2%}  {' '.join(f'{c:g}' for c in r['spin_cycles'])}"
         )
     click.echo(f"run {run_dir.name} written to {run_dir}")
+    if (run_dir / "report.html").exists():
+        click.echo(f"report: {run_dir / 'report.html'}")

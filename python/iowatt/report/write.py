@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -22,6 +23,7 @@ from iowatt.report.flowops import flowop_tables
 from iowatt.report.load import load_run
 from iowatt.report.replay import replay_view
 from iowatt.report.series import code_spans, consecutive_runs
+from iowatt.report.sim_raid import raid_view
 from iowatt.report.sim_server import sim_view
 from iowatt.report.sweep import sweep_views
 from iowatt.report.tails import report_thresholds, slow_section, threshold_label
@@ -42,6 +44,12 @@ def templates(directory: Path) -> jinja2.Environment:
 _ENV = templates(Path(__file__).parent)
 _ENV.filters["code_spans"] = code_spans
 
+# Simulations are reported on their own page: kind → (template, view of one run, what it is).
+_SIMULATIONS: dict[str, tuple[str, Callable[[Path], Any], str]] = {
+    "sim-server": ("sim_server.html", sim_view, "a server simulation"),
+    "sim-raid": ("sim_raid.html", raid_view, "a RAID simulation"),
+}
+
 
 def _kind(run_dir: Path) -> str | None:
     try:
@@ -59,14 +67,16 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     if not run_dirs:
         raise ValueError("write_report needs at least one run directory")
     kinds = {_kind(Path(d)) for d in run_dirs}
-    if "sim-server" in kinds:
-        if kinds != {"sim-server"}:
+    for kind, (template, view, what) in _SIMULATIONS.items():
+        if kind not in kinds:
+            continue
+        if kinds != {kind}:
             raise ConfigError(
-                "a server simulation is reported on its own, not beside measured runs",
+                f"{what} is reported on its own, not beside measured runs",
                 "run `iowatt report` on the simulation's run alone",
             )
-        html = _ENV.get_template("sim_server.html").render(
-            sims=[sim_view(Path(d)) for d in run_dirs], version=__version__
+        html = _ENV.get_template(template).render(
+            sims=[view(Path(d)) for d in run_dirs], version=__version__
         )
         out.write_text(html, encoding="utf-8")
         return out

@@ -41,6 +41,7 @@ class RaidPlan:
     speedup: float
     results: Path
     labels: dict[str, str] = field(default_factory=dict)
+    report: bool = True
     notes: list[str] = field(default_factory=list)
 
     def array(self) -> dict[str, Any]:
@@ -87,6 +88,7 @@ def plan(
     seeds: int | None = None,
     results: Path,
     labels: dict[str, str] | None = None,
+    report: bool = True,
 ) -> RaidPlan:
     chosen = []
     for name in parse_list(personalities, "--personalities"):
@@ -116,7 +118,7 @@ def plan(
         requests=requests, model_name=disk_model_name, model=model, disks=disks,
         personalities=chosen, params=load_overridden(PARAMS, params, "--params"),
         seeds=seed_list, timeout_s=timeout_s, cache_bytes=parse_size(cache, "--cache"),
-        speedup=speedup, results=results, labels=labels or {}, notes=notes,
+        speedup=speedup, results=results, labels=labels or {}, report=report, notes=notes,
     )  # fmt: skip
 
 
@@ -199,4 +201,8 @@ def _write(
         t.request_table(writer.run_id, results, config.requests, config.timeout_s),
     )
     run_dir: Path = publish(writer)
+    if config.report:
+        from iowatt.report import write_report  # matplotlib is slow to import; only when needed
+
+        write_report([run_dir], run_dir / "report.html")
     return run_dir

@@ -89,6 +89,12 @@ def resolve_run(results: Path, ref: str) -> Path:
     as_path = Path(ref)
     if (as_path / "manifest.json").is_file():
         return as_path
+    if as_path.is_absolute() or "/" in ref:
+        # A path that is not a run directory (a glob of it would fail, not find nothing).
+        raise RunNotFoundError(
+            f"`{ref}` is not a run directory (it has no manifest.json)",
+            "give a run directory, a run id, a unique prefix or `latest`",
+        )
     if ref == "latest":
         runs = sorted(p for p in results.glob("*/manifest.json"))
         if runs:
