@@ -310,3 +310,25 @@ def test_a_split_whose_counts_disagree_is_refused(capsys, tmp_path, site):
     pq.write_table(schedule.set_column(2, "requests", one_more), split / "schedule.parquet")
     r = iowatt(capsys, "replay", split, "--target", "http://127.0.0.1:9", "--results", tmp_path)
     assert_user_error(r, str(split), "schedule.parquet counts")
+
+
+def test_a_replay_run_is_a_trace_the_raid_simulator_serves(capsys, tmp_path, site):
+    """The replayed requests, laid out as the snapshot lists the tree, serve as the RAID
+    simulator's trace: the same answered GETs, no file missing from the manifest."""
+    results = tmp_path / "results"
+    with nginx(site["www"], tmp_path / "nginx") as url:
+        r = iowatt(capsys, "replay", site["log"], "--target", url, "--speedup", "300",
+                   "--results", results, "--no-report", "-q")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    answered = [q for q in _requests(run)
+                if q["method"] == "GET" and 200 <= (q["log_status"] or 0) < 300
+                and (q["log_bytes"] or 0) > 0]  # fmt: skip
+    r = iowatt(capsys, "sim", "raid", run, "--tree", site["base"] / "tree.parquet",
+               "--personalities", "raid0", "--json", "--no-report", "--results",
+               tmp_path / "sim")  # fmt: skip
+    assert r.code == 0, r.err
+    (sim_run,) = runs_in(tmp_path / "sim")
+    trace = manifest(sim_run)["config"]["trace"]
+    assert trace["layout"] == "replay-run" and trace["not_in_tree"] == 0
+    assert trace["requests"] == len(answered)

@@ -3,7 +3,8 @@
 - a block trace: the SNIA/MSR-Cambridge CSV layout (``Timestamp,Hostname,DiskNumber,Type,
   Offset,Size,ResponseTime``, timestamps in 100 ns ticks) or blkparse's default text output
   (its ``Q`` — queued — lines: sector and count, 512-byte sectors);
-- a web access log (any format ``iowatt trace`` reads) or a ``iowatt trace split`` directory:
+- a web access log (any format ``iowatt trace`` reads), a ``iowatt trace split`` directory or
+  a replay run's directory (its ``requests.parquet``, the log's status and size per request):
   the answered GETs with a body, each file laid out on the array once, in order of first
   request, at the largest size the log sent it — or as a tree manifest (``iowatt tree
   snapshot``) lists the files, with their sizes;
@@ -26,7 +27,9 @@ from iowatt.errors import ConfigError
 ALIGN = 4096  # files start on 4 KiB boundaries
 _MSR = re.compile(r"^\d+,[^,]*,\d+,(Read|Write),\d+,\d+,\d+\s*$", re.IGNORECASE)
 _BLKPARSE = re.compile(r"^\s*\d+,\d+\s+\d+\s+\d+\s+\d+\.\d+\s+\d+\s+[A-Z]+\s+[RWDFNSMAB]+\s+\d+")
-LAYOUTS = "MSR-Cambridge CSV, blkparse text, an access log (--format), a split directory"
+LAYOUTS = (
+    "MSR-Cambridge CSV, blkparse text, an access log (--format), a split directory, a replay run"
+)
 
 U64 = npt.NDArray[np.uint64]
 
@@ -115,11 +118,22 @@ def _blkparse(path: Path, speedup: float) -> Requests:
     )
 
 
+def _replay_run(path: Path) -> Any:
+    """A replay run's requests.parquet, in the columns a log's requests have."""
+    import pyarrow.parquet as pq
+
+    columns = ["offset_ns", "method", "target", "log_status", "log_bytes"]
+    table = pq.read_table(path / "requests.parquet", columns=columns)
+    return table.rename_columns(["offset_ns", "method", "target", "status", "bytes"])
+
+
 def _web(path: Path, fmt: str, speedup: float, tree: Path | None) -> Requests:
     from iowatt.replay.source import load
 
-    trace = load(path, fmt, "start")
-    req = trace.requests
+    if (path / "manifest.json").is_file() and (path / "requests.parquet").is_file():
+        req, layout = _replay_run(path), "replay-run"
+    else:
+        req, layout = load(path, fmt, "start").requests, "access-log"
     method = np.array(req["method"].to_pylist(), dtype=object)
     status = np.array([s or 0 for s in req["status"].to_pylist()])
     size = np.array([b or 0 for b in req["bytes"].to_pylist()], dtype=np.int64)
@@ -133,7 +147,7 @@ def _web(path: Path, fmt: str, speedup: float, tree: Path | None) -> Requests:
         _scaled(offsets_ns, speedup),
         offset,
         size.astype(np.uint64),
-        {"layout": "access-log", "path": str(path), "format": fmt, "requests": len(targets),
+        {"layout": layout, "path": str(path), "format": fmt, "requests": len(targets),
          "left_out": int((~keep).sum()), "files": len(where), "tree": str(tree) if tree else None,
          "not_in_tree": known},
     )  # fmt: skip
