@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iowatt import __version__
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.sim.disks import disk_model
 from iowatt.sim.model import load_overridden
@@ -174,21 +173,18 @@ def _write(
     failure: IowattError | None,
     started_ns: int,
 ) -> Path:
-    from iowatt.hostinfo import host_facts
     from iowatt.sim import raid_tables as t
+    from iowatt.sim import record
     from iowatt.store.catalog import publish
 
-    status = "complete" if failure is None else "incomplete"
     rows = t.run_rows(writer.run_id, results, config.timeout_s)
-    manifest = {
-        "run_id": writer.run_id, "kind": "sim-raid", "status": status,
-        "reason": None if failure is None else failure.message, "iowatt_version": __version__,
-        "started_ns": started_ns, "ended_ns": time.time_ns(), "clock_anchor": None,
-        "seed": config.seeds[0], "labels": config.labels, "config": config.recorded(),
-        "host": host_facts(None),
-    }  # fmt: skip
+    reason = None if failure is None else failure.message
+    manifest = record.manifest(
+        writer.run_id, "sim-raid", reason, started_ns, config.seeds[0], config.labels,
+        config.recorded(),
+    )  # fmt: skip
     summary = {
-        "run_id": writer.run_id, "kind": "sim-raid", "status": status,
+        "run_id": writer.run_id, "kind": "sim-raid", "status": manifest["status"],
         "requests": len(config.requests), "raid": t.personality_table(results, rows),
     }  # fmt: skip
     bin_s = config.params["array"]["bin_s"]

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iowatt import __version__
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.sim import curves
 from iowatt.sim.model import load_model, load_workloads
@@ -191,31 +190,19 @@ def _write(
     failure: IowattError | None,
     started_ns: int,
 ) -> Path:
-    from iowatt.hostinfo import host_facts
-    from iowatt.sim import tables
+    from iowatt.sim import record, tables
     from iowatt.store.catalog import publish
 
-    status = "complete" if failure is None else "incomplete"
     timed_out = [f"{r['workload']}/{r['policy']}" for r in results if r["status"] == "timed_out"]
     reason = None if failure is None else failure.message
     if timed_out and reason is None:
-        status = "incomplete"
         reason = f"not done within control.max_sim_s: {', '.join(timed_out)}"
     rows = tables.per_run_rows(writer.run_id, results)
-    manifest = {
-        "run_id": writer.run_id,
-        "kind": "sim-server",
-        "status": status,
-        "reason": reason,
-        "iowatt_version": __version__,
-        "started_ns": started_ns,
-        "ended_ns": time.time_ns(),
-        "clock_anchor": None,
-        "seed": config.seeds[0],
-        "labels": config.labels,
-        "config": config.recorded(),
-        "host": host_facts(None),
-    }
+    manifest = record.manifest(
+        writer.run_id, "sim-server", reason, started_ns, config.seeds[0], config.labels,
+        config.recorded(),
+    )  # fmt: skip
+    status = manifest["status"]
     summary = {
         "run_id": writer.run_id,
         "kind": "sim-server",
