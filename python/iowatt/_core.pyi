@@ -140,5 +140,5 @@ class ServerSim:
     def result(self) -> list[dict[str, Any]]: ...
 
 def raid_simulate(
-    config_json: str, n: int, t_ns: bytes, offset: bytes, bytes: bytes, seed: int
+    config_json: str, n: int, t_ns: bytes, offset: bytes, bytes: bytes, write: bytes, seed: int
 ) -> dict[str, Any]: ...

@@ -609,14 +609,21 @@ def raid_simulate(
 ) -> dict[str, Any]:
     """One RAID personality on a trace (``crates/iowatt-sim/src/raid``): ``config`` holds
     ``array`` and ``spec``; ``columns`` the trace's ``t_ns``, ``offset`` and ``bytes`` as
-    little-endian uint64 buffers. Refused input raises :class:`ConfigError`."""
+    little-endian uint64 buffers, and ``write`` (uint8 flags; absent: all read). Refused input
+    raises :class:`ConfigError`."""
     sent = Encoded(config)
     try:
         return cast(
             dict[str, Any],
             _engine_call(
                 lambda: _core.raid_simulate(
-                    sent.text, n, columns["t_ns"], columns["offset"], columns["bytes"], seed
+                    sent.text,
+                    n,
+                    columns["t_ns"],
+                    columns["offset"],
+                    columns["bytes"],
+                    columns.get("write", b""),
+                    seed,
                 )
             ),
         )

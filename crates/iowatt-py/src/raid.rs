@@ -20,9 +20,11 @@ fn config_error(py: Python<'_>, message: String) -> PyErr {
     raise(py, "ConfigError", message, None)
 }
 
-/// Simulates the `n` requests (`t_ns`, `offset`, `bytes`: little-endian uint64 buffers) on the
-/// array and personality of `config_json` with `seed`.
+/// Simulates the `n` requests (`t_ns`, `offset`, `bytes`: little-endian uint64 buffers;
+/// `write`: a uint8 flag each, or empty when all read) on the array and personality of
+/// `config_json` with `seed`.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 pub fn raid_simulate<'py>(
     py: Python<'py>,
     config_json: &str,
@@ -30,6 +32,7 @@ pub fn raid_simulate<'py>(
     t_ns: &[u8],
     offset: &[u8],
     bytes: &[u8],
+    write: &[u8],
     seed: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let request: Request = serde_json::from_str(config_json)
@@ -44,6 +47,15 @@ pub fn raid_simulate<'py>(
         t_ns: values(t_ns, n).ok_or_else(shape)?,
         offset: values(offset, n).ok_or_else(shape)?,
         bytes: values(bytes, n).ok_or_else(shape)?,
+        write: if write.is_empty() {
+            Vec::new()
+        } else {
+            values::<u8>(write, n)
+                .ok_or_else(shape)?
+                .into_iter()
+                .map(|w| w != 0)
+                .collect()
+        },
     };
     let run = py
         .detach(|| simulate(&request.array, &request.spec, &trace, seed))
@@ -63,5 +75,6 @@ pub fn raid_simulate<'py>(
     d.set_item("gears", run.gears.clone())?;
     d.set_item("end_ns", run.end_ns)?;
     d.set_item("cache_hits", run.cache_hits)?;
+    d.set_item("synced_bytes", run.synced_bytes)?;
     Ok(d)
 }

@@ -50,7 +50,7 @@ def run_rows(
             "completion_max_s": qc["max"],
             "success_rate": 1 - timeouts / comp.size if comp.size else None,
             "timeouts": timeouts, "spin_cycles": [int(c) for c in r["spin_cycles"]],
-            "gear_shifts": max(len(r["gears"]) - 1, 0),
+            "gear_shifts": max(len(r["gears"]) - 1, 0), "synced_bytes": r["synced_bytes"],
         })  # fmt: skip
     return rows
 

@@ -39,6 +39,7 @@ class Requests:
     t_ns: U64
     offset: U64
     size: U64
+    write: npt.NDArray[np.bool_]
     # what the trace was and how it was read (recorded in the manifest)
     described: dict[str, Any]
 
@@ -50,6 +51,7 @@ class Requests:
             "t_ns": self.t_ns.astype("<u8").tobytes(),
             "offset": self.offset.astype("<u8").tobytes(),
             "bytes": self.size.astype("<u8").tobytes(),
+            "write": self.write.astype(np.uint8).tobytes(),
         }
 
     def array_bytes(self) -> int:
@@ -86,35 +88,40 @@ def _msr(path: Path, speedup: float) -> Requests:
     names = ["Timestamp", "Hostname", "DiskNumber", "Type", "Offset", "Size", "ResponseTime"]
     table = pcsv.read_csv(path, read_options=pcsv.ReadOptions(column_names=names))
     ticks = table["Timestamp"].to_numpy().astype(np.float64)
+    write = np.array([t.lower() == "write" for t in table["Type"].to_pylist()], dtype=bool)
     return Requests(
         _scaled(ticks * 100.0, speedup),
         table["Offset"].to_numpy().astype(np.uint64),
         np.maximum(table["Size"].to_numpy().astype(np.uint64), 1),
+        write,
         {"layout": "msr-csv", "path": str(path), "requests": table.num_rows,
-         "writes": int(sum(t.lower() == "write" for t in table["Type"].to_pylist()))},
+         "writes": int(write.sum())},
     )  # fmt: skip
 
 
 def _blkparse(path: Path, speedup: float) -> Requests:
-    t, off, size = [], [], []
+    t, off, size, write = [], [], [], []
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             parts = line.split()
             # dev cpu seq time pid action rwbs sector + count
             if len(parts) >= 10 and parts[5] == "Q" and parts[8] == "+":
                 try:
-                    t.append(float(parts[3]) * 1e9)
-                    off.append(int(parts[7]) * 512)
-                    size.append(int(parts[9]) * 512)
+                    row = (float(parts[3]) * 1e9, int(parts[7]) * 512, int(parts[9]) * 512)
                 except ValueError:
                     continue
+                t.append(row[0])
+                off.append(row[1])
+                size.append(row[2])
+                write.append("W" in parts[6])
     if not t:
         raise ConfigError(f"blkparse output `{path}` has no Q (queue) lines", "run blkparse -i …")
     return Requests(
         _scaled(np.array(t), speedup),
         np.array(off, dtype=np.uint64),
         np.maximum(np.array(size, dtype=np.uint64), 1),
-        {"layout": "blkparse", "path": str(path), "requests": len(t)},
+        np.array(write, dtype=bool),
+        {"layout": "blkparse", "path": str(path), "requests": len(t), "writes": sum(write)},
     )
 
 
@@ -147,6 +154,7 @@ def _web(path: Path, fmt: str, speedup: float, tree: Path | None) -> Requests:
         _scaled(offsets_ns, speedup),
         offset,
         size.astype(np.uint64),
+        np.zeros(size.size, dtype=bool),
         {"layout": layout, "path": str(path), "format": fmt, "requests": len(targets),
          "left_out": int((~keep).sum()), "files": len(where), "tree": str(tree) if tree else None,
          "not_in_tree": known},

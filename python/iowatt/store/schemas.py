@@ -266,6 +266,7 @@ RAID_RUN_SCHEMA = pa.schema(
         ("timeouts", pa.int64()),
         ("spin_cycles", pa.list_(pa.int64())),
         ("gear_shifts", pa.int64()),
+        ("synced_bytes", pa.int64()),
     ]
 )
 RAID_POWER_SCHEMA = pa.schema(

@@ -59,12 +59,17 @@ impl ArrayConfig {
                 self.bin_s
             )));
         }
-        if trace.len() > u32::MAX as usize {
+        if trace.len() >= u32::MAX as usize {
             return Err(RaidError::Config(format!(
                 "{} requests: the simulator takes at most {} at once",
                 trace.len(),
                 u32::MAX
             )));
+        }
+        if !trace.write.is_empty() && trace.write.len() != trace.len() {
+            return Err(RaidError::Config(
+                "the trace's write flags do not match its requests".into(),
+            ));
         }
         let capacity = self.model.capacity_bytes() as u128 * self.disks as u128;
         for i in 0..trace.len() {

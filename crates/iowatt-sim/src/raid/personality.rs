@@ -13,8 +13,9 @@ pub struct Extent {
 }
 
 pub trait Personality {
-    /// The disk extents of `bytes` at array offset `offset`, into `out` (cleared first).
-    fn route(&mut self, offset: u64, bytes: u64, out: &mut Vec<Extent>);
+    /// The disk extents of `bytes` at array offset `offset` (a write when `write`), into `out`
+    /// (cleared first).
+    fn route(&mut self, offset: u64, bytes: u64, write: bool, out: &mut Vec<Extent>);
     /// How long `disk` may idle before it is spun down (None: it never is).
     fn idle_timeout_ns(&self, disk: usize) -> Option<u64>;
     /// How often [`Personality::monitor`] runs (None: never).
@@ -25,6 +26,10 @@ pub trait Personality {
     fn monitor(&mut self, _now_ns: u64, _busy: &[f64], _wake: &mut Vec<usize>) {}
     /// `disk` has spun up (its queue is served next).
     fn spun_up(&mut self, _now_ns: u64, _disk: usize) {}
+    /// Bytes `disk` must bring up to date before it serves (written while it was off), taken.
+    fn take_stale(&mut self, _disk: usize) -> u64 {
+        0
+    }
     /// The state a report shows over time: the gear's disks, or None.
     fn gear(&self) -> Option<usize> {
         None
@@ -128,7 +133,7 @@ pub struct Raid0 {
 }
 
 impl Personality for Raid0 {
-    fn route(&mut self, offset: u64, bytes: u64, out: &mut Vec<Extent>) {
+    fn route(&mut self, offset: u64, bytes: u64, _write: bool, out: &mut Vec<Extent>) {
         self.striping.route(offset, bytes, out);
     }
 
@@ -143,7 +148,7 @@ pub struct Lru {
 }
 
 impl Personality for Lru {
-    fn route(&mut self, offset: u64, bytes: u64, out: &mut Vec<Extent>) {
+    fn route(&mut self, offset: u64, bytes: u64, _write: bool, out: &mut Vec<Extent>) {
         self.striping.route(offset, bytes, out);
     }
 
@@ -174,6 +179,8 @@ pub struct Paraid {
     cycles: Vec<u64>,
     day: u64,
     waking: Vec<bool>,
+    /// Bytes written to each powered-off disk's replicas since it went off.
+    stale: Vec<u64>,
 }
 
 const DAY_NS: u64 = 86_400_000_000_000;
@@ -200,6 +207,7 @@ impl Paraid {
             cycles: vec![0; n],
             day: 0,
             waking: vec![false; n],
+            stale: vec![0; n],
         }
     }
 
@@ -209,7 +217,7 @@ impl Paraid {
 }
 
 impl Personality for Paraid {
-    fn route(&mut self, offset: u64, bytes: u64, out: &mut Vec<Extent>) {
+    fn route(&mut self, offset: u64, bytes: u64, write: bool, out: &mut Vec<Extent>) {
         let m = self.powered();
         if m == self.striping.disks {
             return self.striping.route(offset, bytes, out);
@@ -226,6 +234,10 @@ impl Personality for Paraid {
             let (disk, disk_offset) = if home < m {
                 (home, (stripe / n) * unit + within)
             } else {
+                if write {
+                    // The home copy is now stale: copied back when its disk spins up.
+                    self.stale[home] += take;
+                }
                 let r = stripe / n * (n - m as u64) + (home - m) as u64;
                 (
                     (r % m as u64) as usize,
@@ -304,6 +316,10 @@ impl Personality for Paraid {
 
     fn gear(&self) -> Option<usize> {
         Some(self.powered())
+    }
+
+    fn take_stale(&mut self, disk: usize) -> u64 {
+        std::mem::take(&mut self.stale[disk])
     }
 }
 

@@ -18,6 +18,8 @@ pub struct Trace {
     pub t_ns: Vec<u64>,
     pub offset: Vec<u64>,
     pub bytes: Vec<u64>,
+    /// Whether each request writes (empty: every request reads).
+    pub write: Vec<bool>,
 }
 
 impl Trace {
@@ -29,6 +31,9 @@ impl Trace {
         self.t_ns.is_empty()
     }
 }
+
+/// The request index of a disk's catch-up write (PARAID's stale blocks): no request's.
+const SYNC: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -85,6 +90,8 @@ pub struct RaidRun {
     pub gears: Vec<(u64, usize)>,
     /// Requests the page cache served.
     pub cache_hits: u64,
+    /// Bytes written back to disks that came back up (PARAID's stale replicas' homes).
+    pub synced_bytes: u64,
 }
 
 pub struct Array<'a> {
@@ -284,7 +291,9 @@ impl<'a> Array<'a> {
     }
 
     fn arrive(&mut self, i: usize, now: u64, trace: &Trace) {
-        if self.cache.access(trace.offset[i], trace.bytes[i]) {
+        let write = trace.write.get(i) == Some(&true);
+        // A write goes to the disks whatever the cache holds (and leaves it cached).
+        if self.cache.access(trace.offset[i], trace.bytes[i]) && !write {
             self.out.cache_hits += 1;
             self.out.latency_ns[i] = 0;
             self.out.completion_ns[i] = 0;
@@ -292,8 +301,12 @@ impl<'a> Array<'a> {
             return;
         }
         let mut extents = std::mem::take(&mut self.extents);
-        self.personality
-            .route(trace.offset[i], trace.bytes[i], &mut extents);
+        self.personality.route(
+            trace.offset[i],
+            trace.bytes[i],
+            trace.write.get(i) == Some(&true),
+            &mut extents,
+        );
         self.remaining[i] = extents.len() as u8;
         for e in &extents {
             let d = e.disk;
@@ -309,6 +322,9 @@ impl<'a> Array<'a> {
     }
 
     fn done(&mut self, d: usize, now: u64, trace: &Trace) {
+        if self.disks[d].serving == SYNC {
+            return self.start_next(d, now);
+        }
         let req = self.disks[d].serving as usize;
         let waited = now - trace.t_ns[req];
         if self.remaining[req] > 0 {
@@ -381,6 +397,12 @@ impl<'a> Array<'a> {
                 }
                 Ev::SpunUp(d) => {
                     let d = usize::from(d);
+                    let stale = self.personality.take_stale(d);
+                    if stale > 0 {
+                        // Brought up to date first, from the start of its data, in one pass.
+                        self.disks[d].queue.push_front((SYNC, 0, stale));
+                        self.out.synced_bytes += stale;
+                    }
                     let before = self.personality.gear();
                     self.personality.spun_up(now, d);
                     self.note_gear(now, before);

@@ -120,6 +120,7 @@ fn one_request_costs_idle_then_active_power_and_its_service_time() {
         t_ns: vec![1_000_000_000],
         offset: vec![0],
         bytes: vec![1_000_000],
+        ..Trace::default()
     };
     let run = simulate(&array(1), &Spec::Raid0, &trace, 7).unwrap();
     // The head is at 0: no seek; the rotation is disk 0's first draw of seed 7.
@@ -141,6 +142,7 @@ fn an_idle_disk_spins_down_once_and_the_next_request_pays_the_spin_up() {
         t_ns: vec![0, 100_000_000_000],
         offset: vec![0, 0],
         bytes: vec![4096, 4096],
+        ..Trace::default()
     };
     let lru = Spec::Lru {
         timeout_s: Some(10.0),
@@ -180,6 +182,7 @@ fn a_striped_request_to_sleeping_disks_waits_for_the_slowest() {
         t_ns: vec![0, 30_000_000_000],
         offset: vec![0, 0],
         bytes: vec![256 << 10, 256 << 10],
+        ..Trace::default()
     };
     let run = simulate(
         &array(4),
@@ -203,6 +206,7 @@ fn the_same_seed_gives_the_same_run() {
         t_ns: (0..n).map(|i| i * 7_000_000).collect(),
         offset: (0..n).map(|i| (i * 7919 % 1000) * (1 << 20)).collect(),
         bytes: (0..n).map(|i| 4096 * (1 + i % 16)).collect(),
+        ..Trace::default()
     };
     let a = simulate(&array(4), &Spec::Raid0, &trace, 11).unwrap();
     let b = simulate(&array(4), &Spec::Raid0, &trace, 11).unwrap();
@@ -235,6 +239,7 @@ fn bad_models_and_arrays_are_refused_by_name() {
         t_ns: vec![0],
         offset: vec![400_000_000_000],
         bytes: vec![1],
+        ..Trace::default()
     };
     let e = simulate(&array(4), &Spec::Raid0, &trace, 1)
         .unwrap_err()
@@ -351,6 +356,7 @@ fn a_page_cache_serves_re_reads_without_the_disks() {
         t_ns: vec![0, 1_000_000_000, 2_000_000_000],
         offset: vec![0, 0, 1 << 20],
         bytes: vec![4096, 4096, 4096],
+        ..Trace::default()
     };
     let mut a = array(1);
     a.cache_bytes = 1 << 20;
@@ -370,6 +376,7 @@ fn paraid_refuses_data_its_lowest_gear_cannot_hold_with_the_replicas() {
         t_ns: vec![0],
         offset: vec![300_000_000_000],
         bytes: vec![4096],
+        ..Trace::default()
     };
     let e = simulate(&array(4), &paraid(None), &trace, 1)
         .unwrap_err()
@@ -378,4 +385,45 @@ fn paraid_refuses_data_its_lowest_gear_cannot_hold_with_the_replicas() {
         e.contains("replicas do not fit") && e.contains("at most 2/4"),
         "{e}"
     );
+}
+
+#[test]
+fn paraid_copies_back_what_was_written_while_a_disk_was_off_when_it_comes_back() {
+    // Quiet (a request a minute) until the array shifts down, ten 256 KiB writes, then a busy
+    // stretch that shifts it back up: disks 2 and 3 first catch up on their halves of them.
+    let quick = ParaidParams {
+        long_s: 5.0,
+        min_dwell_s: 10.0,
+        ..ParaidParams::default()
+    };
+    let mut trace = Trace::default();
+    for k in 0..10u64 {
+        trace.t_ns.push(k * 60_000_000_000);
+        trace.offset.push(k * (1 << 20));
+        trace.bytes.push(4096);
+        trace.write.push(false);
+    }
+    for k in 0..10u64 {
+        trace.t_ns.push(600_000_000_000 + k * 1_000_000_000);
+        trace.offset.push(k * (256 << 10));
+        trace.bytes.push(256 << 10);
+        trace.write.push(true);
+    }
+    let from = trace.len();
+    load(&mut trace, 700, 120, 3);
+    trace.write.resize(trace.len(), false);
+    assert!(trace.len() > from);
+    let run = simulate(&array(4), &Spec::Paraid(quick.clone()), &trace, 4).unwrap();
+    let shifts: Vec<usize> = run.gears.iter().map(|g| g.1).collect();
+    assert_eq!(shifts, vec![4, 2, 4], "{:?}", run.gears);
+    assert!(run.gears[1].0 < 600_000_000_000, "down before the writes");
+    assert_eq!(
+        run.synced_bytes,
+        10 * (128 << 10),
+        "disks 2 and 3's halves of each write"
+    );
+    // The same requests as reads leave nothing to copy back.
+    trace.write.iter_mut().for_each(|w| *w = false);
+    let reads = simulate(&array(4), &Spec::Paraid(quick), &trace, 4).unwrap();
+    assert_eq!(reads.synced_bytes, 0);
 }
