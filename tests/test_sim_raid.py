@@ -177,3 +177,16 @@ def test_the_study_s_shape_on_a_diurnal_day(capsys, tmp_path, day_log):
         hours.setdefault(int(p["t_s"] * 8 // 3600), []).append(p["mean_w"] - 4 * 10.2)
     above = [sum(v) / len(v) for v in hours.values()]
     assert min(above) >= 0 and max(above) > 3 * min(above), above
+
+
+def test_the_traces_filters_pick_the_requests_served(capsys, tmp_path, day_log):
+    # The afternoon only, 2xx only: fewer requests than the whole day's, each counted.
+    whole = sim(capsys, tmp_path / "a", day_log, "--personalities", "raid0", "--no-report")
+    part = sim(capsys, tmp_path / "b", day_log, "--personalities", "raid0", "--no-report",
+               "--from", "2026-03-02T12:00", "--until", "2026-03-02T18:00")  # fmt: skip
+    assert part["raid0"]["energy_j"] < whole["raid0"]["energy_j"] / 2
+    (run_dir,) = runs_in(tmp_path / "b")
+    trace = json.loads((run_dir / "manifest.json").read_text())["config"]["trace"]
+    assert trace["dropped"]["before --from"] > 0 and trace["dropped"]["after --until"] > 0
+    r = iowatt(capsys, "sim", "raid", day_log, "--status", "7xx", "--results", tmp_path / "c")
+    assert_user_error(r, "--status `7xx`")

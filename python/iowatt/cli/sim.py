@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from iowatt.cli.trace.options import filters_from, log_options
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import format_joules, format_ns, parse_labels
 
@@ -129,10 +130,11 @@ class _Live:
 
 RAID_HELP = """Serve a trace with a disk array under RAID-0, LRU spin-down and PARAID, simulated.
 
-TRACE is a web access log (any --format `iowatt trace` reads, or a `trace split` directory:
-files laid out on the array by the log's sizes, or by --tree's manifest), an MSR-Cambridge CSV
-block trace or blkparse text. Every personality sees the same requests at the same times
-(÷ --speedup); a request slower than --timeout fails, as a web server's client gives up. Prints
+TRACE is a web access log (any --format `iowatt trace` reads, through its filters; a `trace
+split` directory or a replay run: files laid out on the array by the log's sizes, or by
+--tree's manifest), an MSR-Cambridge CSV block trace or blkparse text. Every personality sees
+the same requests at the same times (÷ --speedup); a request slower than --timeout fails, as a
+web server's client gives up. Prints
 energy, its saving against RAID-0, latency and completion percentiles, success rate and spin
 cycles per personality; the disk models and their sources are in docs/sim-raid.md.
 """
@@ -148,8 +150,7 @@ cycles per personality; the disk models and their sources are in docs/sim-raid.m
 @click.option("--disk-models", type=click.Path(path_type=Path), help="TOML adding disk models.")
 @click.option("--params", type=click.Path(path_type=Path),
               help="TOML overriding raid.toml (stripe, LRU timeout, PARAID gears).")  # fmt: skip
-@click.option("--format", "fmt", default="combined", show_default=True,
-              help="An access log's format.")  # fmt: skip
+@log_options
 @click.option("--tree", type=click.Path(path_type=Path),
               help="A tree manifest laying the log's files out.")  # fmt: skip
 @click.option("--speedup", type=float, default=1.0, show_default=True,
@@ -174,9 +175,10 @@ def raid(
 ) -> None:
     from iowatt.sim.raid import plan, run
 
+    filters = filters_from(opts)
     config = plan(
         trace, results=results_dir(results), labels=parse_labels(labels), report=not no_report,
-        **opts,
+        filters=filters, **opts,
     )  # fmt: skip
     quietly = quiet or as_json
     run_dir = run(config, note=lambda m: None if quietly else click.echo(m, err=True))

@@ -19,6 +19,7 @@ from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.sim.disks import disk_model
 from iowatt.sim.model import load_overridden
 from iowatt.sim.requests import Requests, load_requests
+from iowatt.trace.filters import Filters
 from iowatt.units import check_int, parse_duration, parse_int_list, parse_list, parse_size
 
 PERSONALITIES = ("raid0", "lru", "paraid")
@@ -80,6 +81,7 @@ def plan(
     params: Path | None = None,
     fmt: str = "combined",
     tree: Path | None = None,
+    filters: Filters | None = None,
     speedup: float = 1.0,
     timeout: str = "30s",
     cache: str = "0",
@@ -110,7 +112,7 @@ def plan(
         check_int(seeds, "--seeds", 1, 1000, "--seeds 5")
         seed_list = [seed_list[0] + i for i in range(seeds)]
     model = disk_model(disk_model_name, disk_models)
-    requests = load_requests(trace, fmt, speedup, tree)
+    requests = load_requests(trace, fmt, speedup, tree, filters)
     if len(requests) == 0:
         raise ConfigError(f"trace `{trace}` has no request the array would serve", "")
     return RaidPlan(

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from iowatt.errors import ConfigError
+from iowatt.trace.filters import Filters
 
 ALIGN = 4096  # files start on 4 KiB boundaries
 _MSR = re.compile(r"^\d+,[^,]*,\d+,(Read|Write),\d+,\d+,\d+\s*$", re.IGNORECASE)
@@ -134,13 +135,39 @@ def _replay_run(path: Path) -> Any:
     return table.rename_columns(["offset_ns", "method", "target", "status", "bytes"])
 
 
-def _web(path: Path, fmt: str, speedup: float, tree: Path | None) -> Requests:
+def _log(path: Path, fmt: str, filters: Filters | None) -> tuple[Any, dict[str, Any]]:
+    """A log's requests through the traces' filters, with what each dropped."""
+    import pyarrow as pa
+
+    from iowatt.trace.log import read_log
+    from iowatt.trace.schedule import offsets_ns
+
+    table = read_log(path, fmt).table
+    dropped: dict[str, int] = {}
+    if filters is not None:
+        table, dropped = filters.apply(table)
+    offsets = offsets_ns(table["time_s"].to_numpy(), "start")
+    table = table.append_column("offset_ns", pa.array(offsets))
+    return table, {"filters": filters.describe() if filters else None, "dropped": dropped}
+
+
+def _web(
+    path: Path, fmt: str, speedup: float, tree: Path | None, filters: Filters | None
+) -> Requests:
     from iowatt.replay.source import load
 
+    read: dict[str, Any] = {}
+    if path.is_dir() and filters is not None and filters != Filters():
+        raise ConfigError(
+            f"`{path}` is not a log: the filters (--from, --status, …) apply to a log",
+            "a split was filtered when it was made; give the log itself to filter it",
+        )
     if (path / "manifest.json").is_file() and (path / "requests.parquet").is_file():
         req, layout = _replay_run(path), "replay-run"
+    elif path.is_dir():
+        req, layout = load(path, fmt, "start").requests, "split"
     else:
-        req, layout = load(path, fmt, "start").requests, "access-log"
+        (req, read), layout = _log(path, fmt, filters), "access-log"
     method = np.array(req["method"].to_pylist(), dtype=object)
     status = np.array([s or 0 for s in req["status"].to_pylist()])
     size = np.array([b or 0 for b in req["bytes"].to_pylist()], dtype=np.int64)
@@ -155,7 +182,7 @@ def _web(path: Path, fmt: str, speedup: float, tree: Path | None) -> Requests:
         offset,
         size.astype(np.uint64),
         np.zeros(size.size, dtype=bool),
-        {"layout": layout, "path": str(path), "format": fmt, "requests": len(targets),
+        {"layout": layout, "path": str(path), "format": fmt, **read, "requests": len(targets),
          "left_out": int((~keep).sum()), "files": len(where), "tree": str(tree) if tree else None,
          "not_in_tree": known},
     )  # fmt: skip
@@ -189,13 +216,19 @@ def _layout(
     return where, len(missing) if tree is not None else 0
 
 
-def load_requests(path: Path, fmt: str, speedup: float, tree: Path | None = None) -> Requests:
+def load_requests(
+    path: Path,
+    fmt: str,
+    speedup: float,
+    tree: Path | None = None,
+    filters: Filters | None = None,
+) -> Requests:
     """The requests of the trace at ``path`` (module doc), or one error saying which layouts
     were tried."""
     if not (speedup > 0 and np.isfinite(speedup)):
         raise ConfigError(f"--speedup `{speedup}` must be above 0", "e.g. --speedup 8")
     if path.is_dir():
-        return _web(path, fmt, speedup, tree)
+        return _web(path, fmt, speedup, tree, filters)
     if not path.is_file():
         raise ConfigError(f"trace `{path}` does not exist", "give a block trace or an access log")
     first = _first_line(path)
@@ -204,7 +237,7 @@ def load_requests(path: Path, fmt: str, speedup: float, tree: Path | None = None
     if _BLKPARSE.match(first):
         return _blkparse(path, speedup)
     try:
-        return _web(path, fmt, speedup, tree)
+        return _web(path, fmt, speedup, tree, filters)
     except ConfigError as e:
         raise ConfigError(
             f"trace `{path}` is in no layout iowatt knows (tried {LAYOUTS}): {e.message}",
