@@ -332,3 +332,11 @@ def test_a_replay_run_is_a_trace_the_raid_simulator_serves(capsys, tmp_path, sit
     trace = manifest(sim_run)["config"]["trace"]
     assert trace["layout"] == "replay-run" and trace["not_in_tree"] == 0
     assert trace["requests"] == len(answered)
+    # The replay and its simulation in one report: the replay's figures, then the array's.
+    out = tmp_path / "both.html"
+    r = iowatt(capsys, "report", run, sim_run, "-o", out)
+    assert r.code == 0, r.err
+    html = out.read_text()
+    assert "Web trace replay" in html and "RAID simulation of the trace" in html
+    assert html.index("Web trace replay") < html.index("RAID simulation of the trace")
+    assert 'data-table="personalities"' in html

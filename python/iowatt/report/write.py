@@ -67,13 +67,20 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     if not run_dirs:
         raise ValueError("write_report needs at least one run directory")
     kinds = {_kind(Path(d)) for d in run_dirs}
+    raid_sims = []
+    if "sim-raid" in kinds and "replay" in kinds and kinds <= {"sim-raid", "replay"}:
+        # A replay and the simulation of its trace: one report, the simulation after.
+        raid_sims = [raid_view(Path(d)) for d in run_dirs if _kind(Path(d)) == "sim-raid"]
+        run_dirs = [d for d in run_dirs if _kind(Path(d)) == "replay"]
+        kinds = {"replay"}
     for kind, (template, view, what) in _SIMULATIONS.items():
         if kind not in kinds:
             continue
         if kinds != {kind}:
             raise ConfigError(
                 f"{what} is reported on its own, not beside measured runs",
-                "run `iowatt report` on the simulation's run alone",
+                "run `iowatt report` on the simulation's run alone"
+                + (", or beside replays of its trace" if kind == "sim-raid" else ""),
             )
         html = _ENV.get_template(template).render(
             sims=[view(Path(d)) for d in run_dirs], version=__version__
@@ -102,6 +109,7 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         series=consecutive_runs(runs),
         energy=energy_rows(runs),
         power_plots=power_plots(runs),
+        raid_sims=raid_sims,
         version=__version__,
     )
     out.write_text(html, encoding="utf-8")
