@@ -190,3 +190,40 @@ def test_the_traces_filters_pick_the_requests_served(capsys, tmp_path, day_log):
     assert trace["dropped"]["before --from"] > 0 and trace["dropped"]["after --until"] > 0
     r = iowatt(capsys, "sim", "raid", day_log, "--status", "7xx", "--results", tmp_path / "c")
     assert_user_error(r, "--status `7xx`")
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from iowatt.errors import ConfigError  # noqa: E402
+from iowatt.sim.requests import load_requests  # noqa: E402
+
+_MSR_ROW = st.builds(
+    "{},{},{},{},{},{},{}\n".format,
+    st.integers(-5, 10**18), st.sampled_from(["web", "", "a,b"]), st.integers(0, 3),
+    st.sampled_from(["Read", "Write", "Trim"]), st.integers(-1, 2**64),
+    st.integers(-1, 2**40), st.integers(0, 10),
+)  # fmt: skip
+_BLK_ROW = st.builds(
+    "  8,0 {} {} {} {} {} {} {} + {} [x]\n".format,
+    st.integers(0, 3), st.integers(0, 99), st.floats(0, 1e6), st.integers(0, 9),
+    st.sampled_from(["Q", "C", "G"]), st.sampled_from(["R", "W", "WS", "X"]),
+    st.integers(-1, 2**50), st.integers(-1, 2**20),
+)  # fmt: skip
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.one_of(st.lists(_MSR_ROW, max_size=5), st.lists(_BLK_ROW, max_size=5),
+                 st.lists(st.text(max_size=60), max_size=4)))  # fmt: skip
+def test_any_trace_file_gives_requests_or_one_error(tmp_path, rows):
+    path = tmp_path / "trace.txt"
+    path.write_text("".join(rows), encoding="utf-8", errors="replace")
+    try:
+        req = load_requests(path, "combined", 1.0)
+    except ConfigError as e:
+        assert "\n" not in e.message
+    else:
+        assert len(req.t_ns) == len(req.offset) == len(req.size) == len(req.write)
+        assert (req.t_ns[1:] >= req.t_ns[:-1]).all()

@@ -84,12 +84,32 @@ def _scaled(t_ns: npt.NDArray[Any], speedup: float) -> U64:
 
 
 def _msr(path: Path, speedup: float) -> Requests:
+    import pyarrow as pa
     import pyarrow.csv as pcsv
 
     names = ["Timestamp", "Hostname", "DiskNumber", "Type", "Offset", "Size", "ResponseTime"]
-    table = pcsv.read_csv(path, read_options=pcsv.ReadOptions(column_names=names))
+    hint = "the MSR-Cambridge layout: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime"
+    types = {"Timestamp": pa.int64(), "Offset": pa.uint64(), "Size": pa.uint64(),
+             "Type": pa.string(), "Hostname": pa.string()}  # fmt: skip
+    try:
+        table = pcsv.read_csv(
+            path,
+            read_options=pcsv.ReadOptions(column_names=names),
+            convert_options=pcsv.ConvertOptions(column_types=types),
+        )
+    except (pa.ArrowInvalid, ValueError) as e:
+        reason = str(e).splitlines()[0]
+        raise ConfigError(f"block trace `{path}` is not a clean MSR CSV: {reason}", hint) from None
+    kinds = [str(t).lower() for t in table["Type"].to_pylist()]
+    odd = next((i for i, k in enumerate(kinds) if k not in ("read", "write")), None)
+    if odd is not None:
+        raise ConfigError(
+            f"block trace `{path}` row {odd + 1} has Type `{table['Type'][odd]}`", hint
+        )
     ticks = table["Timestamp"].to_numpy().astype(np.float64)
-    write = np.array([t.lower() == "write" for t in table["Type"].to_pylist()], dtype=bool)
+    if (ticks < 0).any():
+        raise ConfigError(f"block trace `{path}` has a negative Timestamp", hint)
+    write = np.array([k == "write" for k in kinds], dtype=bool)
     return Requests(
         _scaled(ticks * 100.0, speedup),
         table["Offset"].to_numpy().astype(np.uint64),
@@ -111,6 +131,8 @@ def _blkparse(path: Path, speedup: float) -> Requests:
                     row = (float(parts[3]) * 1e9, int(parts[7]) * 512, int(parts[9]) * 512)
                 except ValueError:
                     continue
+                if min(row) < 0 or max(row[1:]) >= 2**63:
+                    continue  # not a request a device could have queued
                 t.append(row[0])
                 off.append(row[1])
                 size.append(row[2])
