@@ -227,3 +227,42 @@ def test_any_trace_file_gives_requests_or_one_error(tmp_path, rows):
     else:
         assert len(req.t_ns) == len(req.offset) == len(req.size) == len(req.write)
         assert (req.t_ns[1:] >= req.t_ns[:-1]).all()
+
+
+def test_ctrl_c_writes_the_runs_done_marked_incomplete(tmp_path):
+    import os
+    import select
+    import signal
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    # 200,000 reads over an hour: each personality × seed takes a noticeable moment.
+    n = 200_000
+    rng = np.random.default_rng(1)
+    ticks = np.cumsum(rng.exponential(18_000 * 10_000 / 1000, n)).astype(np.int64)
+    offsets = rng.integers(0, 50_000_000_000 // 4096, n) * 4096
+    rows = [f"{t},web,0,Read,{o},65536,100" for t, o in zip(ticks, offsets, strict=True)]
+    trace = tmp_path / "t.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    results = tmp_path / "r"
+    cmd = [sys.executable, "-c", "from iowatt.cli import main; main()", "sim", "raid", str(trace),
+           "--seeds", "30", "--no-report", "--results", str(results)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    # Ready when the first run is done: a line on stderr says so.
+    ready, _, _ = select.select([proc.stderr], [], [], 120)
+    assert ready
+    first = proc.stderr.readline()
+    assert first.startswith("1/90 simulated"), first
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=120)
+    assert proc.returncode == 130, first + rest
+    assert "Traceback" not in rest and "interrupted" in rest
+    (run_dir,) = runs_in(results)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert m["status"] == "incomplete" and m["reason"] == "interrupted"
+    done = pq.read_table(run_dir / "raid_runs.parquet").num_rows
+    assert 1 <= done < 90
+    assert not list(results.glob(".tmp-*"))
