@@ -10,6 +10,7 @@
 //!   step's matrices are precomputed once per network (per fan level), so a tick is one
 //!   matrix-vector product.
 //! - [`raid`]: the storage power-policy simulator (issue 18, first step).
+//! - [`tasks`]: the task-packing simulator (issue 19, first step).
 //! - [`server`]: the server cooling simulator (issue 17) built on them.
 //! - [`mm1`]: the M/M/1 queue, the model with a known answer the core is checked against.
 
@@ -19,6 +20,7 @@ mod queue;
 pub mod raid;
 mod random;
 pub mod server;
+pub mod tasks;
 pub mod thermal;
 
 pub use queue::EventQueue;

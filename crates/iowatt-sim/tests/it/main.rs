@@ -2,4 +2,5 @@ mod mm1;
 mod raid;
 mod server;
 mod shipped;
+mod tasks;
 mod thermal;
