@@ -17,6 +17,7 @@ __all__ = [
     "parse_duration_ns",
     "parse_size",
     "raid_simulate",
+    "tasks_simulate",
 ]
 
 __version__: str
@@ -142,3 +143,4 @@ class ServerSim:
 def raid_simulate(
     config_json: str, n: int, t_ns: bytes, offset: bytes, bytes: bytes, write: bytes, seed: int
 ) -> dict[str, Any]: ...
+def tasks_simulate(config_json: str) -> dict[str, Any]: ...

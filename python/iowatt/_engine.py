@@ -637,3 +637,15 @@ def raid_simulate(
         err = _sim_error(e, sent, hint)
         err.hint = err.hint or hint
         raise err from None
+
+
+def tasks_simulate(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The task-packing simulator (``crates/iowatt-sim/src/tasks``) on one configuration:
+    makespan, jobs per hour, average W, Wh per job. Refused input raises :class:`ConfigError`."""
+    sent = Encoded(config)
+    try:
+        return cast(dict[str, Any], _engine_call(lambda: _core.tasks_simulate(sent.text)))
+    except ConfigError as e:
+        err = _sim_error(e, sent, "docs/sim-tasks.md gives the node model's keys and ranges")
+        err.hint = err.hint or "docs/sim-tasks.md gives the node model's keys and ranges"
+        raise err from None

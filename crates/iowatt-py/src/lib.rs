@@ -10,6 +10,7 @@ mod power;
 mod raid;
 mod replay;
 mod sim;
+mod tasks;
 mod trace;
 mod tree;
 mod units;
@@ -27,6 +28,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<replay::Replay>()?;
     m.add_class::<sim::ServerSim>()?;
     m.add_function(wrap_pyfunction!(raid::raid_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks::tasks_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
     m.add_function(wrap_pyfunction!(trace::hash_names, m)?)?;
     m.add_class::<trace::LogRead>()?;

@@ -10,10 +10,10 @@ import click
 
 from iowatt.cli.trace.options import filters_from, log_options
 from iowatt.store.runs import read_summary, results_dir
-from iowatt.units import format_joules, format_ns, parse_labels
+from iowatt.units import format_duration, format_joules, format_ns, parse_labels
 
 
-@click.group(help="Simulate a policy before deploying it: server cooling, RAID power modes.")
+@click.group(help="Simulate before deploying: server cooling, RAID power modes, task packing.")
 def sim() -> None:
     pass
 
@@ -205,3 +205,47 @@ def raid(
     click.echo(f"run {run_dir.name} written to {run_dir}")
     if (run_dir / "report.html").exists():
         click.echo(f"report: {run_dir / 'report.html'}")
+
+
+TASKS_HELP = """Predict how a node finishes a set of tasks, k per core, on a hard disk or an SSD.
+
+SET is a shipped set (io, cpu, mixed, io-then-cpu: the high-throughput computing study's, or a
+list of them) or a TOML file of task types and sets (every set of it is simulated). Prints per
+set, disk and k the makespan, jobs per hour, average watts and Wh per job; a k whose tasks would
+not fit in the node's memory is reported as out of memory. docs/sim-tasks.md gives the node
+model (--model overrides it) and each value's source.
+"""
+
+
+@sim.command(help=TASKS_HELP)
+@click.argument("set_ref", metavar="SET")
+@click.option("--per-core", default="1,2", show_default=True, help="Tasks per core (a list).")
+@click.option("--disk", default="hdd,ssd", show_default=True, help="hdd, ssd or both.")
+@click.option("--nodes", type=int, default=1, show_default=True,
+              help="Nodes fed by one batch queue.")  # fmt: skip
+@click.option("--model", type=click.Path(path_type=Path), help="TOML overriding node.toml.")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
+@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
+@click.option("--json", "as_json", is_flag=True, help="One object per set, disk and k.")
+def tasks(
+    set_ref: str, labels: tuple[str, ...], results: Path | None, as_json: bool, **opts: Any
+) -> None:
+    from iowatt.sim.tasks import plan, run
+
+    config = plan(set_ref, results=results_dir(results), labels=parse_labels(labels), **opts)
+    run_dir, rows = run(config)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    head = ("set", "disk", "k", "makespan", "jobs/h", "avg W", "Wh/job")
+    click.echo("{:<12} {:<4} {:>2} {:>10} {:>8} {:>7} {:>7}".format(*head))
+    for r in rows:
+        if r["out_of_memory"]:
+            click.echo(f"{r['set']:<12} {r['disk']:<4} {r['per_core']:>2}  out of memory")
+            continue
+        click.echo(
+            f"{r['set']:<12} {r['disk']:<4} {r['per_core']:>2} "
+            f"{format_duration(r['makespan_s']):>10} {r['jobs_per_h']:>8.1f} "
+            f"{r['avg_w']:>7.1f} {r['wh_per_job']:>7.2f}"
+        )
+    click.echo(f"run {run_dir.name} written to {run_dir}")

@@ -32,6 +32,7 @@ VIEW_FILES = {
     "raid_runs": "raid_runs.parquet",
     "raid_power": "raid_power.parquet",
     "raid_requests": "raid_requests.parquet",
+    "tasks_sim": "tasks_sim.parquet",
 }
 _INT64 = 2**63
 EPOCH = datetime(1970, 1, 1)

@@ -303,3 +303,22 @@ VIEW_SCHEMAS.update(
         "raid_requests": RAID_REQUEST_SCHEMA,
     }
 )
+
+
+# A task-packing simulation (iowatt.sim.tasks): one row per set × disk × tasks per core.
+TASKS_SIM_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("set", pa.string()),
+        ("disk", pa.string()),
+        ("per_core", pa.int64()),
+        ("nodes", pa.int64()),
+        ("tasks", pa.int64()),
+        ("makespan_s", pa.float64()),
+        ("jobs_per_h", pa.float64()),
+        ("avg_w", pa.float64()),
+        ("wh_per_job", pa.float64()),
+        ("out_of_memory", pa.string()),
+    ]
+)
+VIEW_SCHEMAS["tasks_sim"] = TASKS_SIM_SCHEMA
