@@ -1,10 +1,11 @@
-"""The simulators of iowatt's "decide" step, one module per part:
+"""The simulators of iowatt's "decide" step, one verb each (``iowatt sim server|raid|tasks``):
 
-- :mod:`iowatt.sim.model` — the server model and the workload files (shipped TOML, a user's
-  overrides), read and checked;
-- :mod:`iowatt.sim.curves` — the fan–disk curve a simulation follows, from `iowatt sweep` runs,
-  curve files or the built-in SATA profiles;
-- :mod:`iowatt.sim.server` — ``iowatt sim server``: plan, run on the engine, write the run;
-- :mod:`iowatt.sim.tables` — the policy table (speed-up, batch slowdown, energy against DLB)
-  and the run's Parquet tables.
+- server cooling: :mod:`~iowatt.sim.model` (the server model and workload files),
+  :mod:`~iowatt.sim.curves` (fan–disk curves from sweeps, files or profiles),
+  :mod:`~iowatt.sim.server` (plan, run, write) and :mod:`~iowatt.sim.tables` (the policy table);
+- RAID power policies: :mod:`~iowatt.sim.disks` (disk models), :mod:`~iowatt.sim.requests`
+  (traces: access logs, replay runs, MSR-Cambridge CSV, blkparse), :mod:`~iowatt.sim.raid` and
+  :mod:`~iowatt.sim.raid_tables`;
+- task packing: :mod:`~iowatt.sim.tasks`;
+- :mod:`~iowatt.sim.record`, the manifest every simulation's run shares.
 """
