@@ -3,7 +3,6 @@ and, when asked, its report."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from iowatt.errors import IowattError
 from iowatt.power.record import write_power_files
 from iowatt.power.summary import warnings as power_warnings
 from iowatt.store.catalog import publish
+from iowatt.store.manifest import run_manifest
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import RunWriter
 from iowatt.warnings import WarningSink
@@ -35,18 +35,14 @@ def write_run(
     models = {o.wl.name: o.model for o in outcomes}
     summaries = {o.wl.name: o.summary for o in outcomes}
     status = "complete" if failure is None else "incomplete"
-    manifest = {
-        "run_id": writer.run_id,
-        "kind": "bench",
-        "status": status,
-        "reason": None if failure is None else failure.message,
-        "iowatt_version": __version__,
-        "started_ns": started_ns,
-        "ended_ns": time.time_ns(),
-        "clock_anchor": config.clock_anchor,
-        "seed": config.seed,
-        "labels": config.labels,
-        "config": {
+    manifest = run_manifest(
+        writer.run_id,
+        "bench",
+        None if failure is None else failure.message,
+        started_ns,
+        config.seed,
+        config.labels,
+        {
             "target": str(config.target) if config.target else None,
             "device": device,
             "suite": config.suite,
@@ -63,8 +59,9 @@ def write_run(
             if config.power
             else None,
         },
-        "host": host,
-    }
+        clock_anchor=config.clock_anchor,
+        host=host,
+    )
     fio = {
         "fio version": f"iowatt-{__version__}",
         "timestamp": started_ns // 1_000_000_000,

@@ -3,14 +3,40 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from iowatt.cli.trace.options import filters_from, log_options
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import format_duration, format_joules, format_ns, parse_labels
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def stored(json_help: str, report: bool = True) -> Callable[[F], F]:
+    """The options of a simulation's run: labels, the results directory, and how it is shown
+    (with ``report``: --no-report and --quiet too; always --json)."""
+    options = [
+        click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
+                     help="Label the run."),
+        click.option("--results", type=click.Path(path_type=Path), help="Results directory."),
+    ]  # fmt: skip
+    if report:
+        options += [
+            click.option("--no-report", is_flag=True, help="Do not write report.html."),
+            click.option("--quiet", "-q", is_flag=True, help="Print only the run directory."),
+        ]
+    options.append(click.option("--json", "as_json", is_flag=True, help=json_help))
+
+    def apply(f: F) -> F:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
 
 
 @click.group(help="Simulate before deploying: server cooling, RAID power modes, task packing.")
@@ -43,11 +69,7 @@ ranges (`W1..W10`, `1,2,3`, `1..4`, `a..b:step`) work in --workloads, --policies
               help="Time series bin (simulated time).")  # fmt: skip
 @click.option("--focus", help="The workload whose time series the report draws [the first].")
 @click.option("--threads", type=int, help="Simulations at once [the machine's cores].")
-@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
-@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
-@click.option("--no-report", is_flag=True, help="Do not write report.html.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only the run directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print the policy table as JSON.")
+@stored("Print the policy table as JSON.")
 def server(
     labels: tuple[str, ...],
     results: Path | None,
@@ -159,11 +181,7 @@ cycles per personality; the disk models and their sources are in docs/sim-raid.m
 @click.option("--cache", default="0", show_default=True, help="Page cache size, e.g. 1g.")
 @click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
 @click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
-@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
-@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
-@click.option("--no-report", is_flag=True, help="Do not write report.html.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only the run directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print one object per personality.")
+@stored("Print one object per personality.")
 def raid(
     trace: Path,
     labels: tuple[str, ...],
@@ -224,9 +242,7 @@ model (--model overrides it) and each value's source.
 @click.option("--nodes", type=int, default=1, show_default=True,
               help="Nodes fed by one batch queue.")  # fmt: skip
 @click.option("--model", type=click.Path(path_type=Path), help="TOML overriding node.toml.")
-@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
-@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
-@click.option("--json", "as_json", is_flag=True, help="One object per set, disk and k.")
+@stored("One object per set, disk and k.", report=False)
 def tasks(
     set_ref: str, labels: tuple[str, ...], results: Path | None, as_json: bool, **opts: Any
 ) -> None:

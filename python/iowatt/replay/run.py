@@ -13,10 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from iowatt import __version__
 from iowatt._engine import Replay, ReplayProgress, ReplayResult, drive
 from iowatt.errors import IowattError, RunInterrupted, TargetError
-from iowatt.hostinfo import host_facts
 from iowatt.power.record import write_power_files
 from iowatt.power.session import PowerSession
 from iowatt.power.summary import Window, summarize
@@ -24,6 +22,7 @@ from iowatt.power.summary import warnings as power_warnings
 from iowatt.replay.plan import ReplayConfig, buffers, window
 from iowatt.replay.results import Records, interval_table, latency_table, requests_table, summary
 from iowatt.store.catalog import publish
+from iowatt.store.manifest import run_manifest
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import RunWriter, new_run_id
 from iowatt.warnings import WarningSink
@@ -101,20 +100,10 @@ def _write(
     status = "complete" if failure is None else "incomplete"
     records = Records.of(result, measured)
     t0 = result["t0_ns"]
-    manifest = {
-        "run_id": writer.run_id,
-        "kind": "replay",
-        "status": status,
-        "reason": None if failure is None else failure.message,
-        "iowatt_version": __version__,
-        "started_ns": started_ns,
-        "ended_ns": time.time_ns(),
-        "clock_anchor": config.clock_anchor,
-        "seed": None,
-        "labels": config.labels,
-        "config": config.recorded(),
-        "host": host_facts(None),
-    }
+    manifest = run_manifest(
+        writer.run_id, "replay", None if failure is None else failure.message, started_ns,
+        None, config.labels, config.recorded(), clock_anchor=config.clock_anchor,
+    )  # fmt: skip
     head = summary(writer.run_id, config, records, result, status)
     if power.data is not None:
         start, end = records.span()

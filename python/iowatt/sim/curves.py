@@ -10,7 +10,6 @@ the curves combine into their minimum at every PWM any of them was measured at.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -111,14 +110,10 @@ def resolve(refs: Sequence[str], results: Path) -> list[tuple[str, list[list[flo
 
 
 def _at(points: list[list[float]], x: float, k: int) -> float:
-    if x <= points[0][0]:
-        return points[0][k]
-    if x >= points[-1][0]:
-        return points[-1][k]
-    for a, b in itertools.pairwise(points):
-        if a[0] <= x <= b[0]:
-            return a[k] + (b[k] - a[k]) * (x - a[0]) / (b[0] - a[0])
-    raise AssertionError("x lies within the points")  # pragma: no cover
+    """Column ``k`` of ``points`` at PWM ``x``: linear between points, flat beyond the ends."""
+    from iowatt.sweep.profiles import interpolate
+
+    return interpolate(tuple((p[0], p[k]) for p in points), x)
 
 
 def combine(curves: Sequence[tuple[str, list[list[float]]]]) -> dict[str, Any]:

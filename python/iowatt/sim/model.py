@@ -113,24 +113,37 @@ def load_model(path: Path | None = None) -> dict[str, Any]:
     return load_overridden(MODEL, path, "--model")
 
 
-def load_workloads(path: Path | None = None) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """(jobs by name, workload sets by name): the shipped ones, then the file's."""
-    data = shipped(WORKLOADS)
-    jobs, sets = dict(data["jobs"]), dict(data["workloads"])
+def load_extended(
+    name: str, path: Path | None, option: str, tables: tuple[str, str], what: str, kind: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two tables of the shipped file ``name`` (definitions, then sets of them), each
+    extended — same names replaced — by the file ``path``'s (``what`` names it in errors,
+    ``kind`` in hints)."""
+    data = shipped(name)
+    first, second = dict(data[tables[0]]), dict(data[tables[1]])
     if path is not None:
-        extra = read_toml(path, "--jobs")
-        unknown = set(extra) - {"jobs", "workloads"}
+        extra = read_toml(path, option)
+        unknown = set(extra) - set(tables)
         if unknown:
             raise ConfigError(
-                f"--jobs `{path}` has unknown tables {', '.join(sorted(unknown))}",
-                "a workload file has [jobs.NAME] tables and a [workloads] table",
+                f"{what} `{path}` has unknown tables {', '.join(sorted(unknown))}",
+                f"{kind} has [{tables[0]}.NAME] tables and a [{tables[1]}] table",
             )
-        for table, into in (("jobs", jobs), ("workloads", sets)):
+        for table, into in zip(tables, (first, second), strict=True):
             if not isinstance(extra.get(table, {}), dict):
                 raise ConfigError(
-                    f"--jobs `{path}`: `{table}` must be a table", "e.g. [jobs.q1] and [workloads]"
+                    f"{what} `{path}`: `{table}` must be a table",
+                    f"e.g. [{tables[0]}.NAME] and [{tables[1]}]",
                 )
             into.update(extra.get(table, {}))
+    return first, second
+
+
+def load_workloads(path: Path | None = None) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """(jobs by name, workload sets by name): the shipped ones, then the file's."""
+    jobs, sets = load_extended(
+        WORKLOADS, path, "--jobs", ("jobs", "workloads"), "--jobs", "a workload file"
+    )
     for name, members in sets.items():
         if not (isinstance(members, list) and all(isinstance(m, str) for m in members)):
             raise ConfigError(

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
+from iowatt.sim import record
 from iowatt.sim.disks import disk_model
 from iowatt.sim.model import load_overridden
 from iowatt.sim.requests import Requests, load_requests
+from iowatt.store.manifest import run_manifest
 from iowatt.trace.filters import Filters
 from iowatt.units import check_int, parse_duration, parse_int_list, parse_list, parse_size
 
@@ -159,13 +161,10 @@ def run(config: RaidPlan, note: Callable[[str], None] = lambda _: None) -> Path:
     except BaseException:
         writer.abandon()
         raise
-    if not results:
-        writer.abandon()
-        raise failure or RunInterrupted("interrupted")
-    run_dir = _write(writer, config, results, failure, started_ns)
-    if failure is not None:
-        raise failure
-    return run_dir
+    return record.commit(
+        writer, bool(results), failure,
+        lambda: _write(writer, config, results or [], failure, started_ns),
+    )  # fmt: skip
 
 
 def _write(
@@ -176,12 +175,11 @@ def _write(
     started_ns: int,
 ) -> Path:
     from iowatt.sim import raid_tables as t
-    from iowatt.sim import record
     from iowatt.store.catalog import publish
 
     rows = t.run_rows(writer.run_id, results, config.timeout_s)
     reason = None if failure is None else failure.message
-    manifest = record.manifest(
+    manifest = run_manifest(
         writer.run_id, "sim-raid", reason, started_ns, config.seeds[0], config.labels,
         config.recorded(),
     )  # fmt: skip

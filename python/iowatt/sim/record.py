@@ -1,38 +1,24 @@
-"""What every simulator's run records the same way: its manifest (docs/run-store.md)."""
+"""What every simulator's run does the same way: commit what it simulated — or, when nothing
+was, abandon the run. (Its manifest is :func:`iowatt.store.manifest.run_manifest`'s.)"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from iowatt import __version__
+from iowatt.errors import IowattError, RunInterrupted
 
 
-def manifest(
-    run_id: str,
-    kind: str,
-    reason: str | None,
-    started_ns: int,
-    seed: int,
-    labels: Mapping[str, str],
-    config: Mapping[str, Any],
-) -> dict[str, Any]:
-    """A simulation's manifest.json: ``reason`` None for a complete run. No target, no clock
-    anchor: a simulation measures nothing on this host (its facts are kept all the same)."""
-    from iowatt.hostinfo import host_facts
-
-    return {
-        "run_id": run_id,
-        "kind": kind,
-        "status": "complete" if reason is None else "incomplete",
-        "reason": reason,
-        "iowatt_version": __version__,
-        "started_ns": started_ns,
-        "ended_ns": time.time_ns(),
-        "clock_anchor": None,
-        "seed": seed,
-        "labels": dict(labels),
-        "config": dict(config),
-        "host": host_facts(None),
-    }
+def commit(
+    writer: Any, simulated: bool, failure: IowattError | None, write: Callable[[], Path]
+) -> Path:
+    """Writes the run with ``write`` when anything was ``simulated`` (marked incomplete by the
+    caller when ``failure``), else abandons it; raises ``failure`` once the run is written."""
+    if not simulated:
+        writer.abandon()
+        raise failure or RunInterrupted("interrupted")
+    run_dir = write()
+    if failure is not None:
+        raise failure
+    return run_dir

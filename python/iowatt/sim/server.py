@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
-from iowatt.sim import curves
+from iowatt.sim import curves, record
 from iowatt.sim.model import load_model, load_workloads
+from iowatt.store.manifest import run_manifest
 from iowatt.units import check_int, parse_duration, parse_int_list, parse_list
 
 POLICIES = ("DLB", "JETC", "App-Oracle", "FSTM", "FSTM-NoSSD")
@@ -174,13 +175,10 @@ def run(
     except BaseException:
         writer.abandon()
         raise
-    if results is None:
-        writer.abandon()
-        raise failure or RunInterrupted("interrupted")
-    run_dir = _write(writer, config, results, failure, started_ns)
-    if failure is not None:
-        raise failure
-    return run_dir
+    return record.commit(
+        writer, results is not None, failure,
+        lambda: _write(writer, config, results or [], failure, started_ns),
+    )  # fmt: skip
 
 
 def _write(
@@ -190,7 +188,7 @@ def _write(
     failure: IowattError | None,
     started_ns: int,
 ) -> Path:
-    from iowatt.sim import record, tables
+    from iowatt.sim import tables
     from iowatt.store.catalog import publish
 
     timed_out = [f"{r['workload']}/{r['policy']}" for r in results if r["status"] == "timed_out"]
@@ -198,7 +196,7 @@ def _write(
     if timed_out and reason is None:
         reason = f"not done within control.max_sim_s: {', '.join(timed_out)}"
     rows = tables.per_run_rows(writer.run_id, results)
-    manifest = record.manifest(
+    manifest = run_manifest(
         writer.run_id, "sim-server", reason, started_ns, config.seeds[0], config.labels,
         config.recorded(),
     )  # fmt: skip

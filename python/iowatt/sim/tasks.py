@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.errors import ConfigError
-from iowatt.sim.model import load_overridden, read_toml, shipped
+from iowatt.sim.model import load_extended, load_overridden
+from iowatt.store.manifest import run_manifest
 from iowatt.units import check_int, parse_int_list, parse_list
 
 NODE = "node.toml"
@@ -34,19 +35,7 @@ class TasksPlan:
 
 
 def _load_sets(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    data = shipped(SETS)
-    types, sets = dict(data["types"]), dict(data["sets"])
-    if path is not None:
-        extra = read_toml(path, "SET")
-        unknown = set(extra) - {"types", "sets"}
-        if unknown:
-            raise ConfigError(
-                f"set file `{path}` has unknown tables {', '.join(sorted(unknown))}",
-                "a set file has [types.NAME] tables and a [sets] table",
-            )
-        types.update(extra.get("types", {}))
-        sets.update(extra.get("sets", {}))
-    return types, sets
+    return load_extended(SETS, path, "SET", ("types", "sets"), "set file", "a set file")
 
 
 def _batches(name: str, sets: dict[str, Any], types: dict[str, Any], seen: tuple[str, ...] = ()
@@ -156,7 +145,6 @@ def run(plan: TasksPlan) -> tuple[Path, list[dict[str, Any]]]:
     """Simulates the plan and commits a run of kind ``sim-tasks``."""
     import pyarrow as pa
 
-    from iowatt.sim import record
     from iowatt.store.catalog import publish
     from iowatt.store.schemas import TASKS_SIM_SCHEMA
     from iowatt.store.writer import RunWriter, new_run_id
@@ -168,7 +156,7 @@ def run(plan: TasksPlan) -> tuple[Path, list[dict[str, Any]]]:
               "per_core": plan.per_core, "disks": plan.disks, "nodes": plan.nodes}  # fmt: skip
     writer.write_json(
         "manifest.json",
-        record.manifest(writer.run_id, "sim-tasks", None, started_ns, 0, plan.labels, config),
+        run_manifest(writer.run_id, "sim-tasks", None, started_ns, 0, plan.labels, config),
     )
     writer.write_json("summary.json", {"run_id": writer.run_id, "kind": "sim-tasks",
                                        "status": "complete", "tasks": rows})  # fmt: skip

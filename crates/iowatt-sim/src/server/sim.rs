@@ -76,6 +76,9 @@ pub struct Server<'a> {
     pub pstate: Vec<usize>,
     /// SSD cache size as a fraction of the service job's table (0: no cache).
     pub cache_share: f64,
+    /// The service jobs' table, GB (the largest, when there are several): what the cache's
+    /// share is of.
+    pub table_gb: f64,
     pub now_ns: u64,
     pub events: Events,
     /// Power per node excluding leakage, and the disks' and DIMMs', averaged over the last
@@ -171,6 +174,11 @@ impl<'a> Server<'a> {
         jobs: Vec<Running>,
     ) -> Result<Self, super::ServerError> {
         let plant = Plant::new(model)?;
+        let table_gb = jobs
+            .iter()
+            .filter(|j| j.kind == Kind::Service)
+            .map(|j| j.table_gb)
+            .fold(0.0, f64::max);
         let n = plant.nodes.len();
         Ok(Self {
             model,
@@ -181,6 +189,7 @@ impl<'a> Server<'a> {
             dimm_active: vec![true; model.memory.dimms],
             pstate: vec![0; model.socket.cores],
             cache_share: 0.0,
+            table_gb,
             now_ns: 0,
             events: Events::with_cap(EVENT_CAP),
             avg_power: vec![0.0; n],
@@ -254,18 +263,9 @@ impl<'a> Server<'a> {
     pub fn set_cache(&mut self, share: f64) {
         if share != self.cache_share {
             self.cache_share = share;
-            let gb = share * self.table_gb();
+            let gb = share * self.table_gb;
             self.events.push(self.now_ns, EventKind::Cache, 0, gb);
         }
-    }
-
-    /// The service jobs' table, GB (the largest, when there are several).
-    pub fn table_gb(&self) -> f64 {
-        self.jobs
-            .iter()
-            .filter(|j| j.kind == Kind::Service)
-            .map(|j| j.table_gb)
-            .fold(0.0, f64::max)
     }
 
     /// Leakage of die node `i` at `t` °C, with its core's voltage.
@@ -580,7 +580,7 @@ impl Server<'_> {
             disk_frac: self.disk_frac,
             disk_mb_s: t.hdd_mb / self.tick_s,
             ssd_mb_s: t.ssd_mb / self.tick_s,
-            cache_gb: self.cache_share * self.table_gb(),
+            cache_gb: self.cache_share * self.table_gb,
             gating: self.plant.gating[..nd.cores]
                 .iter()
                 .copied()

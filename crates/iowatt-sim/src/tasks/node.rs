@@ -65,11 +65,15 @@ struct Sim<'a> {
 }
 
 impl Sim<'_> {
-    /// (per-task CPU rate in cores, per-task read rate in MB/s) on node `n`.
-    fn rates(&self, n: usize) -> (f64, f64) {
+    /// (tasks computing, tasks reading) on node `n`.
+    fn load(&self, n: usize) -> (usize, usize) {
         let tasks = &self.nodes[n].tasks;
         let computing = tasks.iter().filter(|t| t.phase == Phase::Compute).count();
-        let reading = tasks.len() - computing;
+        (computing, tasks.len() - computing)
+    }
+
+    /// (per-task CPU rate in cores, per-task read rate in MB/s) for a node's load.
+    fn rates(&self, (computing, reading): (usize, usize)) -> (f64, f64) {
         let cpu = if computing > 0 {
             self.c.node.capacity(computing) / computing as f64
         } else {
@@ -83,10 +87,7 @@ impl Sim<'_> {
         (cpu, disk)
     }
 
-    fn power_w(&self, n: usize) -> f64 {
-        let tasks = &self.nodes[n].tasks;
-        let computing = tasks.iter().filter(|t| t.phase == Phase::Compute).count();
-        let reading = tasks.len() - computing;
+    fn power_w(&self, (computing, reading): (usize, usize)) -> f64 {
         let node = &self.c.node;
         node.idle_w
             + node.core_w * node.capacity(computing)
@@ -97,8 +98,9 @@ impl Sim<'_> {
     fn advance(&mut self, n: usize, t: f64) {
         let dt = t - self.nodes[n].at_s;
         if dt > 0.0 {
-            let (cpu, disk) = self.rates(n);
-            let w = self.power_w(n);
+            let load = self.load(n);
+            let (cpu, disk) = self.rates(load);
+            let w = self.power_w(load);
             let node = &mut self.nodes[n];
             node.energy_j += w * dt;
             for task in &mut node.tasks {
@@ -195,7 +197,7 @@ impl Sim<'_> {
 
     /// Queues node `n`'s next completion.
     fn schedule(&mut self, n: usize) {
-        let (cpu, disk) = self.rates(n);
+        let (cpu, disk) = self.rates(self.load(n));
         let node = &mut self.nodes[n];
         node.generation += 1;
         let next = node
