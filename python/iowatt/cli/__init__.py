@@ -33,6 +33,7 @@ VERBS = {
     "runs": "runs:runs",
     "sim": "sim:sim",
     "sweep": "sweep:sweep",
+    "tasks": "tasks:tasks",
     "trace": "trace:trace",
     "tree": "tree:tree",
 }

@@ -236,16 +236,35 @@ model (--model overrides it) and each value's source.
 
 
 @sim.command(help=TASKS_HELP)
-@click.argument("set_ref", metavar="SET")
+@click.argument("set_ref", metavar="SET", required=False)
 @click.option("--per-core", default="1,2", show_default=True, help="Tasks per core (a list).")
 @click.option("--disk", default="hdd,ssd", show_default=True, help="hdd, ssd or both.")
 @click.option("--nodes", type=int, default=1, show_default=True,
               help="Nodes fed by one batch queue.")  # fmt: skip
 @click.option("--model", type=click.Path(path_type=Path), help="TOML overriding node.toml.")
-@stored("One object per set, disk and k.", report=False)
+@click.option(
+    "--validate",
+    "validate_runs",
+    metavar="RUNS",
+    help="Calibrate from `iowatt tasks` runs (ids, or all) and predict each of them.",
+)
+@click.option("--save-model", type=click.Path(path_type=Path),
+              help="With --validate: write the calibrated node as a --model file.")  # fmt: skip
+@stored("One object per set, disk and k (with --validate: per run).", report=False)
 def tasks(
-    set_ref: str, labels: tuple[str, ...], results: Path | None, as_json: bool, **opts: Any
+    set_ref: str | None,
+    labels: tuple[str, ...],
+    results: Path | None,
+    as_json: bool,
+    validate_runs: str | None,
+    save_model: Path | None,
+    **opts: Any,
 ) -> None:
+    if validate_runs is not None:
+        _validate(validate_runs, results_dir(results), save_model, as_json)
+        return
+    if set_ref is None:
+        raise click.UsageError("give a SET (e.g. io,cpu,mixed), or --validate RUNS")
     from iowatt.sim.tasks import plan, run
 
     config = plan(set_ref, results=results_dir(results), labels=parse_labels(labels), **opts)
@@ -265,3 +284,42 @@ def tasks(
             f"{r['avg_w']:>7.1f} {r['wh_per_job']:>7.2f}"
         )
     click.echo(f"run {run_dir.name} written to {run_dir}")
+
+
+def _validate(refs: str, results: Path, save_model: Path | None, as_json: bool) -> None:
+    from iowatt.tasks.validate import model_toml, validate
+
+    model, rows = validate(results, refs)
+    if save_model is not None:
+        save_model.write_text(model_toml(model))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    node = model["node"]
+    click.echo(f"calibrated from {len(rows)} runs: {node['cores']} cores, ht_gain "
+               f"{node['ht_gain']:g}, power {node['idle_w']:.1f} W idle + {node['core_w']:.2f} W "
+               f"per busy core; disks: " + ", ".join(
+                   f"{k} {d['seq_mb_s']:.0f} MB/s, switch {d['switch_s'] * 1e3:.1f} ms"
+                   for k, d in model["disks"].items() if k not in ("hdd", "ssd") or
+                   any(r["disk"] == k for r in rows)))  # fmt: skip
+    click.echo(f"{'run':<28} {'set':<12} {'disk':<5} {'k':>2} {'jobs/h meas':>11} "
+               f"{'pred':>8} {'err':>7} {'Wh/job meas':>11} {'pred':>7} {'err':>7}")  # fmt: skip
+    for r in rows:
+        click.echo(
+            f"{r['run_id']:<28} {r['set']:<12} {r['disk']:<5} {r['per_core']:>2} "
+            f"{r['jobs_per_h_measured']:>11.1f} {r['jobs_per_h_predicted']:>8.1f} "
+            f"{_pct_cell(r['jobs_per_h_error_pct'])} {_opt(r['wh_per_job_measured'], 11, 4)} "
+            f"{r['wh_per_job_predicted']:>7.4f} {_pct_cell(r['wh_per_job_error_pct'])}"
+        )
+    errors = [abs(r["jobs_per_h_error_pct"]) for r in rows if r["jobs_per_h_error_pct"] is not None]
+    if errors:
+        click.echo(f"jobs/h: mean absolute error {sum(errors) / len(errors):.1f} %, "
+                   f"largest {max(errors):.1f} %")  # fmt: skip
+
+
+def _pct_cell(v: float | None) -> str:
+    return f"{'–':>7}" if v is None else f"{v:>+6.1f}%"
+
+
+def _opt(v: float | None, width: int, digits: int) -> str:
+    return f"{'–':>{width}}" if v is None else f"{v:>{width}.{digits}f}"

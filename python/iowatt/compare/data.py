@@ -19,7 +19,8 @@ from iowatt.errors import ConfigError
 from iowatt.store.catalog import catalog
 
 # What can be compared: column of the catalog's workloads (for replays, replays; for server
-# simulations, sim_server, whose rows are "workload/policy") table → (name for people, unit).
+# simulations, sim_server, whose rows are "workload/policy"; for task runs, task_runs, whose
+# rows are their sets) table → (name for people, unit).
 METRICS: dict[str, tuple[str, str]] = {
     "ops_s": ("ops/s", "ops/s"),
     "mib_s": ("MiB/s", "MiB/s"),
@@ -27,6 +28,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "completion_p99_ns": ("p99 completion", "ns"),
     "success_rate": ("success rate", "%"),
     "service_s": ("service time", "s"),
+    "jobs_per_h": ("jobs/h", "jobs/h"),
+    "wh_per_job": ("Wh/job", "Wh"),
+    "avg_w": ("average power", "W"),
 }
 NO_GROUP = "(none)"
 
@@ -73,13 +77,19 @@ def load_rows(results: Path, filters: Filters, by: str, thresholds_ns: Sequence[
     sql = f"""
         SELECT r.run_id, epoch_us(r.started) * 1000 AS started_ns,
                json_extract_string(r.labels, ?) AS grp, w.workload,
-               w.ops_s, w.mib_s, w.p99_ns, p.completion_p99_ns, p.success_rate, w.service_s
+               w.ops_s, w.mib_s, w.p99_ns, p.completion_p99_ns, p.success_rate, w.service_s,
+               w.jobs_per_h, w.wh_per_job, w.avg_w
         FROM runs r JOIN (
-            SELECT run_id, workload, ops_s, mib_s, p99_ns, NULL::DOUBLE AS service_s
+            SELECT run_id, workload, ops_s, mib_s, p99_ns, NULL::DOUBLE AS service_s,
+                   NULL::DOUBLE AS jobs_per_h, NULL::DOUBLE AS wh_per_job, NULL::DOUBLE AS avg_w
             FROM workloads
             UNION ALL
-            SELECT run_id, workload || '/' || policy, NULL, NULL, NULL, service_s
+            SELECT run_id, workload || '/' || policy, NULL, NULL, NULL, service_s, NULL, NULL,
+                   NULL
             FROM sim_server
+            UNION ALL
+            SELECT run_id, set, NULL, NULL, NULL, NULL, jobs_per_h, wh_per_job, avg_w
+            FROM task_runs
         ) w USING (run_id) LEFT JOIN replays p USING (run_id)
         WHERE {" AND ".join(where)}
         ORDER BY w.workload, r.started, r.run_id

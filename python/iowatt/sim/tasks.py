@@ -34,12 +34,15 @@ class TasksPlan:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-def _load_sets(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def load_sets(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(task types, sets): the shipped ones, extended by the set file ``path``'s."""
     return load_extended(SETS, path, "SET", ("types", "sets"), "set file", "a set file")
 
 
-def _batches(name: str, sets: dict[str, Any], types: dict[str, Any], seen: tuple[str, ...] = ()
-             ) -> list[list[str]]:  # fmt: skip
+def batches(name: str, sets: dict[str, Any], types: dict[str, Any], rounds: int | None = None,
+            seen: tuple[str, ...] = ()) -> list[list[str]]:  # fmt: skip
+    """Set ``name`` as batches run back to back, each its task types in queue order;
+    ``rounds`` replaces every set's ``repeat``."""
     if name not in sets:
         raise ConfigError(f"set `{name}` is not defined", f"sets are {', '.join(sets)}")
     if name in seen:
@@ -48,8 +51,9 @@ def _batches(name: str, sets: dict[str, Any], types: dict[str, Any], seen: tuple
     if not isinstance(spec, dict):
         raise ConfigError(f"set `{name}` is not a table", "e.g. io = { repeat = 50, tasks = […] }")
     if "sets" in spec:
-        return [b for s in spec["sets"] for b in _batches(s, sets, types, (*seen, name))]
+        return [b for s in spec["sets"] for b in batches(s, sets, types, rounds, (*seen, name))]
     repeat = check_int(spec.get("repeat", 1), f"set `{name}` repeat", 1, 10**7, "repeat = 50")
+    repeat = rounds or repeat
     tasks = spec.get("tasks") or []
     for t in tasks:
         if t not in types:
@@ -73,9 +77,9 @@ def plan(
     labels: dict[str, str] | None = None,
 ) -> TasksPlan:
     path = Path(set_ref)
-    types, sets = _load_sets(path if path.is_file() else None)
+    types, sets = load_sets(path if path.is_file() else None)
     names = list(sets) if path.is_file() else parse_list(set_ref, "SET")
-    chosen = {n: _batches(n, sets, types) for n in names}
+    chosen = {n: batches(n, sets, types) for n in names}
     disks = [d.lower() for d in parse_list(disk, "--disk")]
     for d in disks:
         if d not in DISKS:

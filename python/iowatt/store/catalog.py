@@ -38,7 +38,7 @@ from iowatt.warnings import Kind, RunWarning, WarningSink
 VIEWS = tuple(VIEW_FILES)
 LISTING = ".catalog.dirs"
 # The catalog's own layout: a catalog of another format is rebuilt from the run directories.
-FORMAT = "5"
+FORMAT = "6"
 
 _SCHEMA_SQL = """
 CREATE TABLE runs (
@@ -70,12 +70,17 @@ CREATE TABLE sim_raid (
   mean_w DOUBLE, latency_p50_s DOUBLE, latency_p99_s DOUBLE, latency_max_s DOUBLE,
   completion_p50_s DOUBLE, completion_p99_s DOUBLE, completion_max_s DOUBLE,
   success_rate DOUBLE, timeouts DOUBLE);
+CREATE TABLE task_runs (
+  run_id VARCHAR, set VARCHAR, disk VARCHAR, per_core INTEGER, slots INTEGER, cores INTEGER,
+  rep INTEGER, tasks BIGINT, done BIGINT, failed BIGINT, makespan_s DOUBLE, jobs_per_h DOUBLE,
+  avg_w DOUBLE, peak_w DOUBLE, wh_per_job DOUBLE, power VARCHAR, key VARCHAR);
 CREATE TABLE files (run_id VARCHAR, view VARCHAR, path VARCHAR);
 CREATE TABLE dirs (dir VARCHAR, run_id VARCHAR, indexed BOOLEAN, file VARCHAR, reason VARCHAR);
 CREATE TABLE meta (key VARCHAR, value VARCHAR);
 """
 _ROW_TABLES = (
-    "runs", "workloads", "flowops", "energy", "replays", "sim_server", "sim_raid", "files",
+    "runs", "workloads", "flowops", "energy", "replays", "sim_server", "sim_raid", "task_runs",
+    "files",
 )  # fmt: skip
 
 
@@ -212,6 +217,7 @@ def _apply(
     _insert(con, "replays", [r.replay for r in found if r.replay])
     _insert(con, "sim_server", [row for r in found for row in r.sim_server])
     _insert(con, "sim_raid", [row for r in found for row in r.sim_raid])
+    _insert(con, "task_runs", [r.task_run for r in found if r.task_run])
     _insert(con, "files", [[r.run_id, v, p] for r in found for v, p in r.files.items()])
     _insert(con, "dirs", marks)
     con.execute("DELETE FROM meta")

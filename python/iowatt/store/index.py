@@ -1,7 +1,7 @@
 """What the catalog holds of one run directory: its rows in the ``runs``, ``workloads``,
-``flowops``, ``energy``, ``replays``, ``sim_server`` and ``sim_raid`` tables and its Parquet
-files, read and checked before anything is inserted, so a damaged run is named (with the file)
-and set aside while the others are indexed.
+``flowops``, ``energy``, ``replays``, ``sim_server``, ``sim_raid`` and ``task_runs`` tables and
+its Parquet files, read and checked before anything is inserted, so a damaged run is named
+(with the file) and set aside while the others are indexed.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ VIEW_FILES = {
     "raid_power": "raid_power.parquet",
     "raid_requests": "raid_requests.parquet",
     "tasks_sim": "tasks_sim.parquet",
+    "tasks": "tasks.parquet",
+    "utilisation": "utilisation.parquet",
 }
 _INT64 = 2**63
 EPOCH = datetime(1970, 1, 1)
@@ -48,6 +50,7 @@ class RunRows:
     replay: list[Any] = field(default_factory=list)  # a replay run's row of `replays`
     sim_server: list[list[Any]] = field(default_factory=list)  # rows of `sim_server`
     sim_raid: list[list[Any]] = field(default_factory=list)  # rows of `sim_raid`
+    task_run: list[Any] = field(default_factory=list)  # a tasks run's row of `task_runs`
     # view → absolute path of this run's file for it
     files: dict[str, str] = field(default_factory=dict)
 
@@ -137,6 +140,15 @@ def _rows(run_dir: Path, manifest: Mapping[str, Any], summary: Mapping[str, Any]
                     _float(p["success_rate"]), _float(p["timeouts"]),
                 ]
             )  # fmt: skip
+    if manifest["kind"] == "tasks":
+        t = summary["tasks"]
+        rows.task_run = [
+            run_id, _text(t["set"]), _text(t["disk"]), _int(t["per_core"]), _int(t["slots"]),
+            _int(t["cores"]), _int(t["rep"]), _int(t["tasks"]), _int(t["done"]),
+            _int(t["failed"]), _float(t["makespan_s"]), _float(t["jobs_per_h"]),
+            _float(t["avg_w"]), _float(t["peak_w"]), _float(t["wh_per_job"]), t["power"],
+            _text(t["key"]),
+        ]  # fmt: skip
     return rows
 
 

@@ -322,3 +322,37 @@ TASKS_SIM_SCHEMA = pa.schema(
     ]
 )
 VIEW_SCHEMAS["tasks_sim"] = TASKS_SIM_SCHEMA
+
+# `iowatt tasks`: one row per task of the run, and the node sampled every half second.
+TASKS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("index", pa.int64()),
+        ("type", pa.string()),
+        ("batch", pa.int64()),
+        ("status", pa.string()),
+        ("exit_code", pa.int64()),
+        ("start_s", pa.float64()),
+        ("end_s", pa.float64()),
+        ("start_ns", pa.int64()),  # wall clock (UTC ns), for a resumed run's tasks carried over
+        ("end_ns", pa.int64()),
+        ("wall_s", pa.float64()),
+        ("cpu_s", pa.float64()),
+        ("bytes_read", pa.int64()),
+        ("max_rss_bytes", pa.int64()),
+        ("host", pa.string()),
+        ("error", pa.string()),
+        ("summary", pa.string()),
+    ]
+)
+UTILISATION_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("t_s", pa.float64()),
+        ("cpu_busy", pa.float64()),
+        ("disk_util", pa.float64()),
+        ("read_mb_s", pa.float64()),
+        ("mem_used_gb", pa.float64()),
+    ]
+)
+VIEW_SCHEMAS.update({"tasks": TASKS_SCHEMA, "utilisation": UTILISATION_SCHEMA})

@@ -1,0 +1,210 @@
+"""``iowatt tasks``: run a task set k per core on Dask and measure jobs/h, watts and Wh/job."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
+from iowatt.store.runs import results_dir
+from iowatt.units import format_duration, parse_labels
+
+HELP = """Run a set of independent tasks, k per core, and measure jobs per hour, watts and Wh/job.
+
+SET is a shipped set (io, cpu, mixed, io-then-cpu: the high-throughput computing study's, as
+built-in synthetic tasks — use --scale to shrink them) or a TOML file of task types and sets
+(docs/tasks.md). Every (repetition, set, --data location, k) is one run in the store, labelled
+set=, disk=, per_core=, env=DISK-kK and rep=, with k × cores tasks in flight, fresh input data
+and the node's CPU, disk and memory sampled. Power is measured with --power (RAPL by default
+where the machine has it) or else modelled, and labelled so. Running the same command again
+skips the runs already done and finishes an interrupted one (finished tasks are not rerun).
+"""
+
+
+@click.command(help=HELP)
+@click.argument("set_ref", metavar="SET")
+@click.option("--per-core", default="1", show_default=True, help="Tasks per core, k (a list).")
+@click.option(
+    "--data",
+    "data_dirs",
+    multiple=True,
+    metavar="NAME=DIR",
+    help="Where the input goes (repeatable), e.g. hdd=/mnt/a.",
+)
+@click.option("--repeat", type=int, default=1, show_default=True, help="Repetitions of each run.")
+@click.option("--rounds", type=int, help="Rounds of each set, instead of its own (the study's 50).")
+@click.option(
+    "--scale",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Scale the synthetic tasks' CPU time and input (0.01: a hundredth).",
+)
+@click.option("--cores", type=int, help="Cores k multiplies [this machine's].")
+@click.option("--memory", help="The node's memory, enforced with a memory cgroup [all of RAM].")
+@click.option("--timeout", help="A task's time limit, e.g. 1h.")
+@click.option("--drop-caches", is_flag=True, help="Drop the page cache before every run (root).")
+@click.option("--power", "power", multiple=True, metavar="SOURCE", help=SOURCE_HELP)
+@click.option("--power-hz", type=float, default=DEFAULT_HZ, show_default=True)
+@click.option(
+    "--power-model",
+    type=click.Path(path_type=Path),
+    help="Without a power source: TOML overriding the modelled node (node.toml).",
+)
+@click.option("--cluster", help="A Dask scheduler's address [a LocalCluster here].")
+@click.option("--no-resume", is_flag=True, help="Run everything again, even runs already done.")
+@click.option(
+    "--job-script",
+    type=click.Choice(["sge", "slurm", "pbs"]),
+    help="Print the batch job that starts a Dask worker for this k, and exit.",
+)
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the runs.")
+@click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="One object per run, as JSON.")
+def tasks(
+    set_ref: str,
+    labels: tuple[str, ...],
+    results: Path | None,
+    quiet: bool,
+    as_json: bool,
+    job_script: str | None,
+    no_resume: bool,
+    **opts: Any,
+) -> None:
+    from iowatt.tasks.plan import plan
+    from iowatt.tasks.run import Outcome, Progress, execute
+    from iowatt.tasks.table import study_table
+
+    if job_script:
+        from iowatt.tasks.jobscript import job_script as script
+
+        click.echo(
+            script(
+                job_script,
+                opts["per_core"],
+                opts["cores"],
+                opts["memory"],
+                opts["timeout"],
+                opts["cluster"],
+            )
+        )
+        return
+    config = plan(
+        set_ref,
+        results=results_dir(results),
+        labels=parse_labels(labels),
+        resume=not no_resume,
+        **opts,
+    )
+    progress = Progress() if quiet else _progress()
+    try:
+        outcomes: list[Outcome] = execute(config, progress)
+    finally:
+        if not quiet:
+            progress.note("")
+    rows = [
+        {
+            **o.row,
+            "status": o.status,
+            "run_id": o.run_dir.name if o.run_dir else None,
+            "reason": o.reason,
+        }
+        for o in outcomes
+    ]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = study_table(rows, [loc.name for loc in config.locations])
+    if table:
+        click.echo(_format(table))
+    results_path = config.results
+    click.echo(
+        f"{sum(o.run_dir is not None for o in outcomes)} runs in {results_path}; compare "
+        f"them with `iowatt compare --label set=SET --metric jobs_per_h`"
+    )
+
+
+def _progress() -> Any:
+    from iowatt.tasks.plan import RunSpec
+    from iowatt.tasks.run import Outcome, Progress
+
+    state: dict[str, Any] = {}
+
+    def note(text: str) -> None:
+        if text:
+            click.echo(text, err=True)
+
+    def started(spec: RunSpec, n: int) -> None:
+        state.update(spec=spec, n=n, done=0)
+        click.echo(
+            f"{spec.taskset.name} on {spec.location.name}, k={spec.per_core}, "
+            f"rep {spec.rep}: {n} tasks, {spec.per_core} × cores in flight",
+            err=True,
+        )
+
+    def task_done(rec: dict[str, Any]) -> None:
+        state["done"] += 1
+        if rec["status"] != "ok":
+            click.echo(
+                f"  task {rec['index']} ({rec['type']}): {rec['status']}"
+                + (f": {rec['error'].splitlines()[-1]}" if rec.get("error") else ""),
+                err=True,
+            )
+        if sys.stderr.isatty():
+            click.echo(f"\r  {state['done']}/{state['n']} tasks", nl=False, err=True)
+
+    def ended(o: Outcome) -> None:
+        if sys.stderr.isatty():
+            click.echo("", err=True)
+        s, r = o.spec, o.row
+        head = f"{s.taskset.name} on {s.location.name}, k={s.per_core}, rep {s.rep}"
+        if o.status == "refused":
+            click.echo(f"{head}: refused — {o.reason}", err=True)
+        elif o.status == "skipped":
+            click.echo(f"{head}: done before, run {o.run_dir.name if o.run_dir else '?'}", err=True)
+        else:
+            click.echo(
+                f"{head}: {r['done']}/{r['tasks']} tasks in "
+                f"{format_duration(r['makespan_s'])}, {_num(r['jobs_per_h'], '.1f')} jobs/h, "
+                f"{_num(r['avg_w'], '.1f')} W ({r['power']}), "
+                f"{_num(r['wh_per_job'], '.3f')} Wh/job → {o.run_dir}",
+                err=True,
+            )
+
+    return Progress(note, started, task_done, ended)
+
+
+def _num(v: float | None, fmt: str) -> str:
+    width = int(fmt.partition(".")[0] or 0)
+    return f"{'–':>{width}}" if v is None else format(v, fmt)
+
+
+def _format(table: list[dict[str, Any]]) -> str:
+    head = (
+        f"{'set':<12} {'disk':<6} {'k':>2} {'runs':>4} {'jobs/h':>9} {'± 95%':>7} "
+        f"{'Wh/job':>8} {'avg W':>7}  {'jobs/h':>7} {'Wh/job':>7} {'avg W':>7}"
+    )
+    lines = [
+        " " * 58
+        + "vs 1 per core on "
+        + ("hdd" if any(e["disk"] == "hdd" for e in table) else table[0]["disk"]),
+        head,
+    ]
+    for e in table:
+        lines.append(
+            f"{e['set']:<12} {e['disk']:<6} {e['per_core']:>2} {e['runs']:>4} "
+            f"{_num(e['jobs_per_h'], '9.1f')} {_num(e['jobs_per_h_ci'], '7.1f')} "
+            f"{_num(e['wh_per_job'], '8.3f')} {_num(e['avg_w'], '7.1f')}  "
+            f"{_pct(e['jobs_per_h_vs_base'])} {_pct(e['wh_per_job_vs_base'])} "
+            f"{_pct(e['avg_w_vs_base'])}"
+        )
+    return "\n".join(lines)
+
+
+def _pct(v: float | None) -> str:
+    return f"{'–':>7}" if v is None else f"{v:>+6.1f}%"

@@ -1,0 +1,74 @@
+"""The study's figures from what a run recorded: makespan and jobs per hour from the tasks'
+timestamps, energy, average and peak watts from a power series, Wh per job.
+
+Modelled power — used when the machine has no power source (no RAPL, no meter) — follows the
+simulator's node model (``python/iowatt/sim/node.toml``, or ``--power-model``): idle watts, plus
+watts per busy core, plus the disk's active watts times its busy fraction. A run says which it
+used (``power``: ``modelled``, or the measured channel), and a modelled figure is never
+presented as measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from iowatt.tasks.monitor import Samples
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def modelled_watts(
+    samples: Samples, node: Mapping[str, Any], disk: Mapping[str, Any]
+) -> FloatArray:
+    """Watts over each sample's interval: idle + per busy core + the disk while busy."""
+    busy = np.asarray(samples.cpu_busy, dtype=np.float64)
+    util = np.asarray([u or 0.0 for u in samples.disk_util], dtype=np.float64)
+    return np.asarray(node["idle_w"] + node["core_w"] * busy + disk["active_w"] * util)
+
+
+def interval_energy(
+    ends_ns: IntArray, watts: FloatArray, first_ns: int, start_ns: int, end_ns: int
+) -> tuple[float, float | None]:
+    """(joules, peak W) in [start, end] of a series whose i-th value is the mean power over
+    (ends[i-1], ends[i]] (the first from ``first_ns``): each interval counts for its overlap."""
+    if len(ends_ns) == 0 or end_ns <= start_ns:
+        return 0.0, None
+    begins = np.concatenate([[first_ns], ends_ns[:-1]])
+    overlap = np.clip(np.minimum(ends_ns, end_ns) - np.maximum(begins, start_ns), 0, None)
+    inside = overlap > 0
+    peak = float(watts[inside].max()) if inside.any() else None
+    return float(np.sum(watts * overlap) / 1e9), peak
+
+
+def makespan_s(records: Sequence[Mapping[str, Any]]) -> float:
+    """From the first task's start to the last one's end."""
+    if not records:
+        return 0.0
+    return (max(r["end_ns"] for r in records) - min(r["start_ns"] for r in records)) / 1e9
+
+
+def totals(
+    records: Sequence[Mapping[str, Any]], segments: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A run's headline: segments (one per invocation that worked on it) add up."""
+    ok = sum(1 for r in records if r["status"] == "ok")
+    span = sum(s["makespan_s"] for s in segments)
+    energies = [s["energy_j"] for s in segments]
+    energy = sum(energies) if energies and all(e is not None for e in energies) else None
+    peaks = [s["peak_w"] for s in segments if s["peak_w"] is not None]
+    return {
+        "done": ok,
+        "failed": sum(1 for r in records if r["status"] != "ok"),
+        "makespan_s": span,
+        "jobs_per_h": ok * 3600 / span if span > 0 else None,
+        "energy_j": energy,
+        "avg_w": energy / span if energy is not None and span > 0 else None,
+        "peak_w": max(peaks) if peaks else None,
+        "wh_per_job": energy / 3600 / ok if energy is not None and ok else None,
+        "power": segments[-1]["power"] if segments else None,
+    }

@@ -1,0 +1,226 @@
+"""``iowatt sim tasks --validate RUNS``: the simulator calibrated from runner runs, then set
+against each of them — predicted against measured jobs/h, Wh/job and average watts.
+
+Calibration, from the runs themselves (``--save-model`` writes it as a node TOML for --model):
+
+- cores: the runs' (k multiplies them); hyper-threading's gain only where the host has SMT on;
+- each task type's CPU seconds: the median CPU time its tasks took (a property of the task,
+  not of the packing — what the simulator is judged on is the packing);
+- each data location's disk: its probe's one-reader rate as the sequential rate, and the
+  switching cost that gives the all-readers rate with the model's slice
+  (X(n) = X1·q / (q + X1·t) ⇒ t = q·(X1/X(n) − 1)/X1; none when n readers are no slower);
+- power: idle, per busy core and disk-active watts, a least-squares fit of the runs' power
+  series against their CPU and disk utilisation at the same instants.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from iowatt.errors import ConfigError
+from iowatt.sim.model import load_overridden
+from iowatt.tasks.plan import CHUNK, NODE
+
+
+def select_runs(results: Path, refs: str) -> list[Path]:
+    """Complete tasks runs: ``all``, or a comma list of run ids (or prefixes)."""
+    from iowatt.store.catalog import catalog
+
+    with catalog(results) as con:
+        found = con.execute(
+            "SELECT run_id, path FROM runs WHERE kind = 'tasks' AND status = 'complete' "
+            "ORDER BY started"
+        ).fetchall()
+    if refs.strip() != "all":
+        wanted = [r.strip() for r in refs.split(",") if r.strip()]
+        found = [(i, p) for i, p in found if any(i.startswith(w) for w in wanted)]
+    if not found:
+        raise ConfigError(
+            f"--validate `{refs}`: no complete tasks runs match in `{results}`",
+            "run `iowatt tasks` first, or list runs with `iowatt runs`",
+        )
+    return [Path(p) for _, p in found]
+
+
+def _load(run_dir: Path) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    def table(name: str) -> dict[str, list[Any]]:
+        path = run_dir / name
+        return pq.read_table(path).to_pydict() if path.exists() else {}
+
+    return {
+        "run_id": run_dir.name,
+        "manifest": json.loads((run_dir / "manifest.json").read_text()),
+        "summary": json.loads((run_dir / "summary.json").read_text()),
+        "tasks": table("tasks.parquet"),
+        "util": table("utilisation.parquet"),
+        "power": table("power.parquet"),
+    }
+
+
+def calibrate(runs: list[dict[str, Any]], base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A node model (node.toml's layout) fitted to the runs; see the module docstring."""
+    model = json.loads(json.dumps(base or load_overridden(NODE, None, "--model")))
+    first = runs[0]["summary"]
+    model["node"]["cores"] = int(runs[0]["manifest"]["config"]["cores"])
+    if not first.get("smt", False):
+        model["node"]["ht_gain"] = 0.0
+    model["node"]["memory_gb"] = 1e6  # the runs ran: memory is not what is validated
+    slice_mb = model["disks"]["hdd"]["slice_mb"]
+    for r in runs:
+        probe, disk = r["summary"].get("probe"), r["summary"]["tasks"]["disk"]
+        if probe is None:
+            continue
+        x1, xn = probe["one_mb_s"], probe["all_mb_s"]
+        switch = slice_mb * (x1 / xn - 1) / x1 if xn < x1 else 0.0
+        model["disks"][disk] = {
+            "seq_mb_s": x1,
+            "switch_s": switch,
+            "slice_mb": slice_mb,
+            "active_w": model["disks"].get(disk, model["disks"]["hdd"])["active_w"],
+        }
+    model["chunk_mb"] = CHUNK / 1e6
+    fit = _fit_power(runs)
+    if fit is not None:
+        model["node"]["idle_w"], model["node"]["core_w"] = fit[0], fit[1]
+        if fit[2] is not None:
+            for d in model["disks"].values():
+                d["active_w"] = fit[2]
+    model["types"] = _cpu_times(runs)
+    return model
+
+
+def _cpu_times(runs: list[dict[str, Any]]) -> dict[str, float]:
+    by_type: dict[str, list[float]] = {}
+    for r in runs:
+        t = r["tasks"]
+        for typ, status, cpu in zip(t["type"], t["status"], t["cpu_s"], strict=True):
+            if status == "ok":
+                by_type.setdefault(typ, []).append(cpu)
+    return {k: float(np.median(v)) for k, v in by_type.items()}
+
+
+def _fit_power(runs: list[dict[str, Any]]) -> tuple[float, float, float | None] | None:
+    xs, ys = [], []
+    for r in runs:
+        u, p = r["util"], r["power"]
+        if not u or not p:
+            continue
+        channel = _headline(r)
+        sel = [
+            i
+            for i, (s, c) in enumerate(zip(p["source"], p["channel"], strict=True))
+            if f"{s}/{c}" == channel and p["watts"][i] is not None
+        ]
+        if len(sel) < 2:
+            continue
+        pt = np.asarray([p["t_s"][i] for i in sel])
+        pw = np.asarray([p["watts"][i] for i in sel])
+        for t, busy, util in zip(u["t_s"], u["cpu_busy"], u["disk_util"], strict=True):
+            if pt[0] <= t <= pt[-1]:
+                xs.append([1.0, busy, util or 0.0])
+                ys.append(float(np.interp(t, pt, pw)))
+    if len(ys) < 3:
+        return None
+    a = np.asarray(xs)
+    with_disk = bool(np.ptp(a[:, 2]) > 0.05)
+    cols = a if with_disk else a[:, :2]
+    coef, *_ = np.linalg.lstsq(cols, np.asarray(ys), rcond=None)
+    return float(coef[0]), float(coef[1]), float(coef[2]) if with_disk else None
+
+
+def _headline(run: dict[str, Any]) -> str:
+    power = run["summary"]["tasks"]["power"] or ""
+    return "model/node" if power == "modelled" else power.removeprefix("measured: ")
+
+
+def predict(run: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+    """The simulator's figures for one run as it was configured."""
+    from iowatt._engine import tasks_simulate
+
+    cfg = run["manifest"]["config"]
+    disk = cfg["location"]["name"]
+    node = {**model["node"], "disk": model["disks"].get(disk, model["disks"]["hdd"])}
+    makespan = energy = 0.0
+    jobs = 0
+    for b in sorted(set(cfg["batch"])):
+        queue_types = [t for t, bb in zip(cfg["tasks"], cfg["batch"], strict=True) if bb == b]
+        order = list(dict.fromkeys(queue_types))
+        types = [
+            {
+                "name": t,
+                "cpu_s": model["types"].get(t, cfg["types"][t]["cpu_s"]),
+                "input_mb": cfg["types"][t]["input_mb"],
+                "memory_gb": 0.0,
+            }
+            for t in order
+        ]
+        r = tasks_simulate(
+            {
+                "node": node,
+                "types": types,
+                "queue": [order.index(t) for t in queue_types],
+                "per_core": cfg["per_core"],
+                "nodes": 1,
+                "chunk_mb": model["chunk_mb"],
+            }
+        )
+        makespan += r["makespan_s"]
+        energy += r["energy_j"]
+        jobs += r["tasks"]
+    return {
+        "makespan_s": makespan,
+        "jobs_per_h": jobs * 3600 / makespan,
+        "avg_w": energy / makespan,
+        "wh_per_job": energy / 3600 / jobs,
+    }
+
+
+def validate(results: Path, refs: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the calibrated model, one row per run: measured, predicted and the error in %)."""
+    runs = [_load(p) for p in select_runs(results, refs)]
+    model = calibrate(runs)
+    rows = []
+    for r in runs:
+        m = r["summary"]["tasks"]
+        p = predict(r, model)
+        row: dict[str, Any] = {
+            "run_id": r["run_id"],
+            "set": m["set"],
+            "disk": m["disk"],
+            "per_core": m["per_core"],
+            "rep": m["rep"],
+            "power": m["power"],
+        }
+        for key in ("jobs_per_h", "wh_per_job", "avg_w", "makespan_s"):
+            row[f"{key}_measured"], row[f"{key}_predicted"] = m[key], p[key]
+            ok = m[key] not in (None, 0) and math.isfinite(p[key])
+            row[f"{key}_error_pct"] = (p[key] / m[key] - 1) * 100 if ok else None
+        rows.append(row)
+    return model, rows
+
+
+def model_toml(model: dict[str, Any]) -> str:
+    """The calibrated node as a --model file (types' CPU times as a comment: they belong in a
+    set file)."""
+    lines = [
+        "# A node calibrated by `iowatt sim tasks --validate` from tasks runs.",
+        f"chunk_mb = {model['chunk_mb']!r}",
+        "",
+        "[node]",
+    ]
+    lines += [
+        f"{k} = {float(v)!r}" if k != "cores" else f"{k} = {int(v)}"
+        for k, v in model["node"].items()
+    ]
+    for name, d in model["disks"].items():
+        lines += ["", f"[disks.{name}]", *(f"{k} = {float(v)!r}" for k, v in d.items())]
+    lines += ["", "# measured CPU seconds per task type:"]
+    lines += [f"#   {k} = {v:.3f}" for k, v in model["types"].items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,424 @@
+"""``iowatt tasks``: the runner on Dask — k × cores in flight, figures from the tasks' own
+timestamps and a power series, failures and timeouts recorded while the set goes on, Ctrl-C
+keeping finished tasks and the same command finishing the run, memory refused and enforced,
+bad input as one line; the batch job scripts; the simulator calibrated and validated against
+real runs; `compare` on the runs' labels."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from iowatt.tasks.figures import interval_energy, makespan_s, totals
+from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
+
+KEYS = {"set", "disk", "per_core", "makespan_s", "jobs_per_h", "avg_w", "wh_per_job"}
+
+
+def set_file(tmp_path: Path, types: dict[str, str], sets: str) -> Path:
+    text = "".join(f"[types.{name}]\n{body}\n" for name, body in types.items())
+    path = tmp_path / "set.toml"
+    path.write_text(f"{text}[sets]\n{sets}\n")
+    return path
+
+
+def run(capsys, tmp_path: Path, *args: str | Path) -> list[dict]:
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    r = iowatt(
+        capsys,
+        "tasks",
+        *args,
+        "--data",
+        f"hdd={data}",
+        "--results",
+        tmp_path / "r",
+        "--json",
+        "--quiet",
+    )
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def tasks_of(run_dir: Path) -> list[dict]:
+    return pq.read_table(run_dir / "tasks.parquet").to_pylist()
+
+
+def in_flight(rows: list[dict], at_ns: int) -> int:
+    return sum(1 for r in rows if r["start_ns"] <= at_ns < r["end_ns"])
+
+
+@pytest.mark.slow
+def test_k_times_cores_in_flight_and_the_figures_from_the_timestamps(capsys, tmp_path):
+    s = set_file(
+        tmp_path, {"nap": 'command = "sleep 0.4"'}, 'naps = { repeat = 10, tasks = ["nap"] }'
+    )
+    rows = run(
+        capsys, tmp_path, s, "--per-core", "1,2", "--cores", "2", "--power", "cmd:command=echo 40"
+    )
+    assert [r["per_core"] for r in rows] == [1, 2] and all(set(r) >= KEYS for r in rows)
+    for row, run_dir in zip(rows, runs_in(tmp_path / "r"), strict=True):
+        tasks = tasks_of(run_dir)
+        slots = 2 * row["per_core"]
+        assert len(tasks) == 10 and all(t["status"] == "ok" for t in tasks)
+        starts = sorted(t["start_ns"] for t in tasks)
+        # Never more than the slots; exactly the slots whenever a task starts while the queue
+        # still holds more than a slot's worth.
+        assert max(in_flight(tasks, t) for t in starts) == slots
+        assert all(in_flight(tasks, t) <= slots for t in starts)
+        assert in_flight(tasks, starts[slots - 1]) == slots
+        span = (max(t["end_ns"] for t in tasks) - min(t["start_ns"] for t in tasks)) / 1e9
+        assert row["makespan_s"] == pytest.approx(span)
+        assert row["jobs_per_h"] == pytest.approx(10 * 3600 / span)
+        # A constant 40 W over the makespan.
+        assert row["avg_w"] == pytest.approx(40.0, rel=1e-6)
+        assert row["wh_per_job"] == pytest.approx(40.0 * span / 3600 / 10, rel=1e-6)
+        assert row["power"] == "measured: cmd/cmd"
+        assert manifest(run_dir)["labels"] == {
+            "set": "naps",
+            "disk": "hdd",
+            "per_core": str(row["per_core"]),
+            "env": f"hdd-k{row['per_core']}",
+            "rep": "1",
+        }
+
+
+def test_energy_of_a_sampled_series_by_hand():
+    # Three half-second samples: 100 W over (0, 0.5], 200 W over (0.5, 1], 300 W over (1, 1.5];
+    # the window [0.25 s, 1.25 s] takes a quarter second of the first and of the last.
+    ends = [500_000_000, 1_000_000_000, 1_500_000_000]
+    import numpy as np
+
+    e, peak = interval_energy(
+        np.asarray(ends), np.asarray([100.0, 200.0, 300.0]), 0, 250_000_000, 1_250_000_000
+    )
+    assert e == pytest.approx(100 * 0.25 + 200 * 0.5 + 300 * 0.25)
+    assert peak == 300.0
+    records = [
+        {"start_ns": 0, "end_ns": 2_000_000_000, "status": "ok"},
+        {"start_ns": 1_000_000_000, "end_ns": 3_000_000_000, "status": "failed"},
+    ]
+    assert makespan_s(records) == 3.0
+    # Two segments (an interrupted run finished later) add up; failed tasks are not jobs.
+    t = totals(
+        records,
+        [
+            {"makespan_s": 3.0, "energy_j": 600.0, "peak_w": 250.0, "power": "x"},
+            {"makespan_s": 1.0, "energy_j": 200.0, "peak_w": 210.0, "power": "x"},
+        ],
+    )
+    assert (t["done"], t["failed"], t["makespan_s"], t["energy_j"]) == (1, 1, 4.0, 800.0)
+    assert t["avg_w"] == 200.0 and t["peak_w"] == 250.0 and t["wh_per_job"] == 800 / 3600
+    assert t["jobs_per_h"] == 900.0
+
+
+@pytest.mark.slow
+def test_a_failed_or_timed_out_task_is_recorded_and_the_set_goes_on(capsys, tmp_path):
+    s = set_file(
+        tmp_path,
+        {
+            "ok": 'command = "echo fine > {output}"',
+            "bad": 'command = "echo broken >&2; exit 3"',
+            "slow": 'command = "sleep 60"',
+        },
+        'mix = { tasks = ["bad", "slow", "ok", "ok"] }',
+    )
+    (row,) = run(capsys, tmp_path, s, "--timeout", "1s", "--cores", "1")
+    assert (row["status"], row["done"], row["failed"]) == ("complete", 2, 2)
+    tasks = {t["index"]: t for t in tasks_of(runs_in(tmp_path / "r")[0])}
+    assert (tasks[0]["status"], tasks[0]["exit_code"], tasks[0]["error"]) == ("failed", 3, "broken")
+    assert tasks[1]["status"] == "timeout" and tasks[1]["wall_s"] < 30
+    assert tasks[2]["status"] == "ok" and tasks[2]["summary"].strip() == "fine"
+    assert row["jobs_per_h"] == pytest.approx(2 * 3600 / row["makespan_s"])
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_keeps_its_finished_tasks_and_the_same_command_finishes_it(tmp_path):
+    log = tmp_path / "done.log"
+    s = set_file(
+        tmp_path,
+        {"nap": f'command = "sleep 0.3 && echo {{index}} >> {log}"'},
+        'naps = { repeat = 12, tasks = ["nap"] }',
+    )
+    (tmp_path / "data").mkdir()
+    argv = [
+        sys.executable,
+        "-c",
+        "from iowatt.cli import main; main()",
+        "tasks",
+        str(s),
+        "--cores",
+        "1",
+        "--data",
+        f"hdd={tmp_path / 'data'}",
+        "--results",
+        str(tmp_path / "r"),
+        "--quiet",
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (log.exists() and len(log.read_text().split()) >= 3):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "written as incomplete" in err and "Traceback" not in err
+    (first,) = runs_in(tmp_path / "r")
+    assert manifest(first)["status"] == "incomplete"
+    kept = {t["index"] for t in tasks_of(first) if t["status"] == "ok"}
+    assert len(kept) >= 3
+    assert not list((tmp_path / "data").iterdir())  # its work directory is gone
+    before = log.read_text().split()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    second = next(p for p in runs_in(tmp_path / "r") if p != first)
+    assert summary(second)["tasks"]["done"] == 12
+    assert manifest(second)["config"]["resumed_from"] == first.name
+    rerun = [int(i) for i in log.read_text().split()[len(before) :]]
+    assert not kept & set(rerun)  # finished tasks were not run again
+    assert set(rerun) | kept == set(range(12))
+    # Once complete, the same command has nothing left to do.
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and len(runs_in(tmp_path / "r")) == 2
+
+
+def test_a_set_that_would_not_fit_in_memory_at_this_k_is_refused(capsys, tmp_path):
+    s = set_file(
+        tmp_path,
+        {"big": 'command = "true"\nmemory_gb = 1.0'},
+        'bigs = { repeat = 4, tasks = ["big"] }',
+    )
+    rows = run(capsys, tmp_path, s, "--per-core", "1,2", "--cores", "2", "--memory", "3g")
+    assert [r["status"] for r in rows] == ["complete", "refused"]
+    assert "needs 4.00 GB" in rows[1]["reason"] and len(runs_in(tmp_path / "r")) == 1
+
+
+@pytest.mark.needs_root
+@pytest.mark.slow
+def test_a_task_that_outgrows_the_node_is_killed_for_memory(capsys, tmp_path):
+    grow = f"{sys.executable} -c 'b = [1] * 50_000_000; print(len(b))'"  # 400 MB, touched
+    s = set_file(
+        tmp_path,
+        {"grow": f'command = "{grow}"\nmemory_gb = 0.05', "fine": 'command = "true"'},
+        'g = { tasks = ["grow", "fine"] }',
+    )
+    (row,) = run(capsys, tmp_path, s, "--cores", "1", "--memory", "200m")
+    statuses = {t["type"]: t["status"] for t in tasks_of(runs_in(tmp_path / "r")[0])}
+    assert statuses == {"grow": "out-of-memory", "fine": "ok"}
+    assert row["failed"] == 1
+
+
+@pytest.mark.slow
+def test_the_synthetic_tasks_read_their_fresh_input_and_spend_their_cpu(capsys, tmp_path):
+    s = set_file(
+        tmp_path,
+        {"ana": "cpu_s = 0.3\ninput_mb = 6.0", "sim": "cpu_s = 0.4\nmemory_gb = 0.05"},
+        'pair = { tasks = ["ana", "sim"] }',
+    )
+    (row,) = run(capsys, tmp_path, s, "--cores", "2")
+    assert row["power"] == "modelled" and row["avg_w"] > 0
+    run_dir = runs_in(tmp_path / "r")[0]
+    tasks = {t["type"]: t for t in tasks_of(run_dir)}
+    ana, sim = (json.loads(tasks[k]["summary"]) for k in ("ana", "sim"))
+    assert ana["bytes_read"] == 6_000_000 and sim["bytes_held"] == 50_000_000
+    assert tasks["ana"]["cpu_s"] >= 0.3 and tasks["sim"]["cpu_s"] >= 0.4
+    assert tasks["sim"]["max_rss_bytes"] >= 50_000_000
+    probe = summary(run_dir)["probe"]
+    assert probe["streams"] == 2 and probe["one_mb_s"] > 0
+    util = pq.read_table(run_dir / "utilisation.parquet").to_pydict()
+    assert util["t_s"] and max(util["cpu_busy"]) > 0.5
+    power = pq.read_table(run_dir / "power.parquet").to_pydict()
+    assert set(power["source"]) == {"model"}
+
+
+@pytest.mark.slow
+def test_the_simulator_calibrated_from_runs_predicts_each_of_them(capsys, tmp_path):
+    s = set_file(
+        tmp_path,
+        {"ana": "cpu_s = 0.3\ninput_mb = 4.0", "sim": "cpu_s = 0.5"},
+        'mixed = { repeat = 3, tasks = ["ana", "sim"] }',
+    )
+    runs = run(capsys, tmp_path, s, "--per-core", "1,2", "--cores", "2")
+    r = iowatt(
+        capsys,
+        "sim",
+        "tasks",
+        "--validate",
+        "all",
+        "--json",
+        "--results",
+        tmp_path / "r",
+        "--save-model",
+        tmp_path / "node.toml",
+    )
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)
+    assert [x["run_id"] for x in rows] == [x["run_id"] for x in runs]
+    for x, measured in zip(rows, runs, strict=True):
+        assert x["jobs_per_h_measured"] == measured["jobs_per_h"]
+        assert x["jobs_per_h_predicted"] > 0 and x["jobs_per_h_error_pct"] is not None
+    # The calibrated CPU time of a type is the median its tasks took.
+    cpu = sorted(
+        t["cpu_s"] for d in runs_in(tmp_path / "r") for t in tasks_of(d) if t["type"] == "sim"
+    )
+    text = (tmp_path / "node.toml").read_text()
+    assert f"sim = {(cpu[2] + cpu[3]) / 2:.3f}" in text and "cores = 2" in text
+    # The saved model is one `iowatt sim tasks --model` takes.
+    r = iowatt(
+        capsys,
+        "sim",
+        "tasks",
+        s,
+        "--model",
+        tmp_path / "node.toml",
+        "--disk",
+        "hdd",
+        "--per-core",
+        "1",
+        "--json",
+        "--results",
+        tmp_path / "r2",
+    )
+    assert r.code == 0, r.err
+
+
+@pytest.mark.slow
+def test_compare_gives_the_study_s_table_from_the_labels(capsys, tmp_path):
+    s = set_file(
+        tmp_path, {"nap": 'command = "sleep 0.2"'}, 'naps = { repeat = 4, tasks = ["nap"] }'
+    )
+    run(capsys, tmp_path, s, "--per-core", "1,2", "--cores", "1", "--repeat", "2")
+    r = iowatt(
+        capsys,
+        "compare",
+        "--results",
+        tmp_path / "r",
+        "--by",
+        "env",
+        "--metric",
+        "jobs_per_h",
+        "--control",
+        "hdd-k1",
+    )
+    assert r.code == 0, r.err
+    line = next(x for x in r.out.splitlines() if "hdd-k2" in x)
+    assert "naps" in line and "%" in line
+
+
+@pytest.mark.parametrize(
+    ("kind", "directive"),
+    [("slurm", "#SBATCH --cpus-per-task=8"), ("pbs", "ncpus=8"), ("sge", "#$ -N iowatt-tasks")],
+)
+def test_the_batch_job_starts_a_worker_with_k_times_cores_threads(capsys, kind, directive):
+    r = iowatt(
+        capsys,
+        "tasks",
+        "io",
+        "--per-core",
+        "2",
+        "--cores",
+        "8",
+        "--memory",
+        "16g",
+        "--timeout",
+        "2h",
+        "--job-script",
+        kind,
+        "--cluster",
+        "tcp://head:8786",
+    )
+    assert r.code == 0, r.err
+    assert directive in r.out
+    assert "distributed.cli.dask_worker tcp://head:8786" in r.out
+    assert r.out.count("--nthreads") == 1 and "--nthreads 16" in r.out
+
+
+def test_bad_input_is_one_line(capsys, tmp_path):
+    data = tmp_path / "d"
+    data.mkdir()
+    good = ("--data", f"hdd={data}", "--results", tmp_path / "r")
+    s = set_file(tmp_path, {"a": 'command = "true"'}, 'x = { tasks = ["a", "nope"] }')
+    assert_user_error(iowatt(capsys, "tasks", s, *good), "`nope`", "not defined")
+    s2 = tmp_path / "s2.toml"
+    s2.write_text('[types.a]\ninput = "missing.dat"\n[sets]\nx = { tasks = ["a"] }\n')
+    assert_user_error(iowatt(capsys, "tasks", s2, *good), "missing.dat", "does not exist")
+    assert_user_error(iowatt(capsys, "tasks", "io", "--per-core", "0", *good), "--per-core", "0")
+    assert_user_error(
+        iowatt(capsys, "tasks", "io", "--data", f"hdd={tmp_path / 'no'}"), "not a directory"
+    )
+    assert_user_error(iowatt(capsys, "tasks", "io", "--data", "hdd"), "NAME=DIR")
+    assert_user_error(
+        iowatt(capsys, "tasks", "io", "--memory", "100m", *good), "analysis-heavy", "0.368 GB"
+    )
+    s3 = set_file(tmp_path, {"a": 'command = "cat {inptu}"'}, 'x = { tasks = ["a"] }')
+    assert_user_error(iowatt(capsys, "tasks", s3, *good), "{inptu}")
+    assert not runs_in(tmp_path / "r")
+
+
+@pytest.mark.needs_root
+def test_a_read_only_data_location_is_refused(capsys, tmp_path, mounts):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    mounts.mount("-t", "tmpfs", "-o", "ro", "tmpfs", target=ro)
+    assert_user_error(iowatt(capsys, "tasks", "io", "--data", f"ssd={ro}"), "not writable")
+    assert os.listdir(ro) == []
+
+
+@pytest.fixture
+def throttled_hdd(loop_device: Path, mounts, sh, tmp_path: Path):
+    """The "HDD" of the demo: an ext4 loop device whose reads blkio caps at 20 MB/s."""
+    control = Path("/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device")
+    if not control.exists():
+        pytest.skip("cgroup v1 blkio is not mounted")
+    sh("mkfs.ext4", "-q", loop_device)
+    mnt = mounts.mount(loop_device, target=tmp_path / "hdd")
+    st = os.stat(loop_device).st_rdev
+    dev = f"{os.major(st)}:{os.minor(st)}"
+    control.write_text(f"{dev} 20000000\n")
+    try:
+        yield mnt
+    finally:
+        control.write_text(f"{dev} 0\n")
+
+
+@pytest.mark.needs_root
+@pytest.mark.slow
+def test_on_a_throttled_loop_device_the_probe_and_the_utilisation_see_the_disk(
+    capsys, tmp_path, throttled_hdd
+):
+    s = set_file(
+        tmp_path, {"ana": "cpu_s = 0.1\ninput_mb = 8.0"}, 'anas = { repeat = 3, tasks = ["ana"] }'
+    )
+    r = iowatt(
+        capsys,
+        "tasks",
+        s,
+        "--data",
+        f"hdd={throttled_hdd}",
+        "--cores",
+        "1",
+        "--results",
+        tmp_path / "r",
+        "--json",
+        "--quiet",
+    )
+    assert r.code == 0, r.err
+    run_dir = runs_in(tmp_path / "r")[0]
+    probe = summary(run_dir)["probe"]
+    assert probe["one_mb_s"] == pytest.approx(20.0, rel=0.3)
+    util = pq.read_table(run_dir / "utilisation.parquet").to_pydict()
+    # Reads held in the throttle are not on the device: its busy time stays near zero, its
+    # read rate is the throttle's.
+    assert all(u is not None for u in util["disk_util"])
+    assert max(util["read_mb_s"]) == pytest.approx(20.0, rel=0.3)
+    tasks = tasks_of(run_dir)
+    assert all(t["bytes_read"] >= 8_000_000 for t in tasks)  # from the device, not the cache
