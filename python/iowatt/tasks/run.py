@@ -171,7 +171,15 @@ def _run(
     writer = RunWriter(plan.results, new_run_id("tasks"))
     started_ns = time.time_ns()
     failure: IowattError | None = None
-    work = data.make_workdir(spec.location, writer.run_id)
+    try:
+        work = data.make_workdir(spec.location, writer.run_id)
+    except OSError as e:
+        writer.abandon()
+        raise ConfigError(
+            f"--data {spec.location.name}: cannot create a directory in `{spec.location.path}` "
+            f"({e.strerror})",
+            "give a writable directory",
+        ) from None
     try:
         if plan.drop_caches:
             data.drop_caches()
@@ -184,12 +192,14 @@ def _run(
             live.probe = probes[cache]
         specs = _prepare(plan, spec, work, todo, cgroup)
         progress.started(spec, len(todo))
-        try:
-            _measure(client, plan, spec, specs, live, progress)
-        except KeyboardInterrupt:
-            failure = RunInterrupted("interrupted")
+        _measure(client, plan, spec, specs, live, progress)
+    except KeyboardInterrupt:
+        failure = RunInterrupted("interrupted before any task of this run finished")
     except IowattError as e:
         failure = e
+    except BaseException:
+        writer.abandon()
+        raise
     finally:
         data.remove_workdir(work)
     reason = None if failure is None else failure.message

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""`iowatt tasks` beside GNU parallel, the simulator against the runner, and the simulator at
+cluster scale.
+
+Usage (as root for part 2: a loop device and blkio)::
+
+    python bench/tasks_runner.py                  # ~4 min
+    python bench/tasks_runner.py --skip-validate  # part 1 and 3 only, ~1 min, any user
+
+1. The runner's own overhead (scheduling on Dask, bookkeeping): `--tasks` (24) synthetic CPU
+   tasks of `--task-s` (1.5 s) each, at the machine's cores in flight, once through GNU parallel
+   (`apt-get install parallel`: `parallel -j CORES`) and once through `iowatt tasks` (a set file
+   of the same command, `--per-core 1`), alternately, `--repeat` (3) times each. Both are timed
+   from outside, start to exit (iowatt then also does its Dask start-up, the run's probe-less
+   bookkeeping and its commit); iowatt's own makespan (first start to last end) is printed too.
+   Goal: iowatt's wall time within 5 % of parallel's.
+2. The simulator's prediction against measured jobs/h: the README demo's three sets (io, cpu,
+   mixed at `--scale`, `--rounds`) at k = 1 and 2 on an "HDD" (ext4 on a loop device over
+   /dev/shm whose reads blkio caps at 105 MB/s and 200 IOPS) and an "SSD" (tmpfs), then
+   `iowatt sim tasks --validate all --json`. Goal: every run within 15 %.
+3. The simulator alone: 1,000 nodes × 100,000 tasks of the mixed set's types, k = 2. Goal:
+   ≤ 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def overhead(tasks: int, task_s: float, repeat: int, work: Path) -> None:
+    cores = os.cpu_count() or 1
+    if shutil.which("parallel") is None:
+        print("part 1 skipped: GNU parallel is not installed (apt-get install parallel)")
+        return
+    cmd = f"{sys.executable} -m iowatt.tasks.synthetic --cpu-s {task_s} --output /dev/null"
+    (work / "data").mkdir(exist_ok=True)
+    set_file = work / "burn.toml"
+    set_file.write_text(
+        f'[types.burn]\ncommand = "{cmd}"\ncpu_s = {task_s}\n'
+        f'[sets]\nburns = {{ repeat = {tasks}, tasks = ["burn"] }}\n'
+    )
+    par, iow, spans = [], [], []
+    for i in range(repeat):
+        t = time.perf_counter()
+        # The input goes into a shell comment: every job runs the same command.
+        subprocess.run(
+            [
+                "parallel",
+                "-j",
+                str(cores),
+                "--halt",
+                "now,fail=1",
+                cmd + " # {}",
+                ":::",
+                *map(str, range(tasks)),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        par.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        out = subprocess.run(
+            [
+                "iowatt",
+                "tasks",
+                str(set_file),
+                "--data",
+                f"x={work / 'data'}",
+                "--results",
+                str(work / "r"),
+                "--no-resume",
+                "--json",
+                "--quiet",
+                "--label",
+                f"i={i}",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        iow.append(time.perf_counter() - t)
+        spans.append(json.loads(out)[0]["makespan_s"])
+    ideal = tasks * task_s / cores
+    print(
+        f"1. {tasks} tasks × {task_s} s CPU at {cores} in flight (ideal {ideal:.2f} s), "
+        f"best of {repeat}:"
+    )
+    print(
+        f"   GNU parallel wall {min(par):.2f} s; iowatt tasks wall {min(iow):.2f} s "
+        f"(its makespan {min(spans):.2f} s)"
+    )
+    print(
+        f"   iowatt / parallel: wall {min(iow) / min(par):.3f}, "
+        f"makespan {min(spans) / min(par):.3f}  (goal ≤ 1.05)"
+    )
+
+
+def validate(scale: float, rounds: int, work: Path) -> None:
+    script = Path(__file__).resolve().parent.parent / "examples" / "task-disks.sh"
+    subprocess.run(["bash", str(script), "up"], check=True, stdout=subprocess.DEVNULL)
+    try:
+        t = time.perf_counter()
+        subprocess.run(
+            [
+                "iowatt",
+                "tasks",
+                "io,cpu,mixed",
+                "--scale",
+                str(scale),
+                "--rounds",
+                str(rounds),
+                "--per-core",
+                "1,2",
+                "--data",
+                "hdd=/mnt/iowatt-hdd",
+                "--data",
+                "ssd=/mnt/iowatt-ssd",
+                "--results",
+                str(work / "v"),
+                "--quiet",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        took = time.perf_counter() - t
+    finally:
+        subprocess.run(["bash", str(script), "down"], check=False)
+    rows = json.loads(
+        subprocess.run(
+            ["iowatt", "sim", "tasks", "--validate", "all", "--json", "--results", str(work / "v")],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    print(f"2. the demo's 12 runs ({took:.0f} s), predicted against measured jobs/h:")
+    for r in rows:
+        print(
+            f"   {r['set']:<6} {r['disk']} k={r['per_core']}: measured "
+            f"{r['jobs_per_h_measured']:8.1f}, predicted {r['jobs_per_h_predicted']:8.1f}, "
+            f"{r['jobs_per_h_error_pct']:+5.1f} %"
+        )
+    worst = max(abs(r["jobs_per_h_error_pct"]) for r in rows)
+    print(f"   largest error {worst:.1f} % (goal ≤ 15 %)")
+
+
+def cluster_scale() -> None:
+    from iowatt._engine import tasks_simulate
+    from iowatt.sim.model import load_overridden
+
+    model = load_overridden("node.toml", None, "--model")
+    types = [
+        {"name": "heavy", "cpu_s": 95.6, "input_mb": 360.0, "memory_gb": 0.368},
+        {"name": "light", "cpu_s": 45.1, "input_mb": 94.0, "memory_gb": 0.271},
+        {"name": "memory", "cpu_s": 449.0, "input_mb": 0.0, "memory_gb": 0.859},
+        {"name": "long", "cpu_s": 757.0, "input_mb": 0.0, "memory_gb": 0.548},
+    ]
+    queue = [i % 4 for i in range(100_000)]
+    config = {
+        "node": {**model["node"], "disk": model["disks"]["hdd"]},
+        "types": types,
+        "queue": queue,
+        "per_core": 2,
+        "nodes": 1000,
+        "chunk_mb": model["chunk_mb"],
+    }
+    t = time.perf_counter()
+    r = tasks_simulate(config)
+    took = time.perf_counter() - t
+    print(
+        f"3. 1,000 nodes × 100,000 tasks: {took:.2f} s (goal ≤ 10 s); makespan "
+        f"{r['makespan_s'] / 3600:.2f} h, {r['tasks'] * 3600 / r['makespan_s']:.0f} jobs/h"
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--tasks", type=int, default=24)
+    p.add_argument("--task-s", type=float, default=1.5)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--scale", type=float, default=0.005)
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--skip-validate", action="store_true")
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="iowatt-bench-") as tmp:
+        work = Path(tmp)
+        overhead(a.tasks, a.task_s, a.repeat, work)
+        if not a.skip_validate:
+            validate(a.scale, a.rounds, work)
+        cluster_scale()
+
+
+if __name__ == "__main__":
+    main()
