@@ -10,7 +10,17 @@ import pytest
 from iowatt.cli import VERBS
 from support.cli import assert_user_error, iowatt
 
-HEAVY = ("scipy", "matplotlib", "pandas", "duckdb", "pyarrow", "numpy", "jinja2", "rich")
+HEAVY = (
+    "scipy",
+    "matplotlib",
+    "pandas",
+    "duckdb",
+    "pyarrow",
+    "numpy",
+    "jinja2",
+    "rich",
+    "distributed",
+)
 
 
 def _loaded_by(*argv: str) -> set[str]:
@@ -43,7 +53,7 @@ def test_version_and_help_load_no_heavy_library():
     assert _loaded_by("--version") == set()
     # Listing the verbs loads their modules, which load scipy, matplotlib and pandas only when
     # they run.
-    assert not _loaded_by("--help") & {"scipy", "matplotlib", "pandas"}
+    assert not _loaded_by("--help") & {"scipy", "matplotlib", "pandas", "distributed"}
 
 
 @pytest.mark.slow

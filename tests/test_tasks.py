@@ -16,8 +16,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from iowatt.errors import ConfigError
 from iowatt.tasks.figures import interval_energy, makespan_s, totals
+from iowatt.tasks.taskset import KEYS as KEYS_OF_A_TYPE
+from iowatt.tasks.taskset import load
 from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
 
 KEYS = {"set", "disk", "per_core", "makespan_s", "jobs_per_h", "avg_w", "wh_per_job"}
@@ -422,3 +427,52 @@ def test_on_a_throttled_loop_device_the_probe_and_the_utilisation_see_the_disk(
     assert max(util["read_mb_s"]) == pytest.approx(20.0, rel=0.3)
     tasks = tasks_of(run_dir)
     assert all(t["bytes_read"] >= 8_000_000 for t in tasks)  # from the device, not the cache
+
+
+_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**20), 10**20),
+    st.booleans(),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@pytest.mark.fuzz
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    types=st.dictionaries(
+        st.sampled_from(["a", "b"]),
+        st.dictionaries(st.sampled_from([*KEYS_OF_A_TYPE, "nope"]), _VALUES, max_size=4),
+        min_size=1,
+        max_size=2,
+    ),
+    tasks=st.lists(st.sampled_from(["a", "b", "c"]), max_size=3),
+    rounds=st.integers(-2, 3),
+)
+def test_any_set_file_loads_or_is_one_config_error(tmp_path, types, tasks, rounds):
+    body = "".join(
+        f"[types.{name}]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in spec.items())
+        for name, spec in types.items()
+    )
+    path = tmp_path / "fuzz.toml"
+    path.write_text(f"{body}[sets]\ns = {{ tasks = {_toml(tasks)}, repeat = {rounds} }}\n")
+    try:
+        (loaded,) = load(str(path))
+    except ConfigError as e:
+        assert e.message and "\n" not in e.message
+        return
+    assert loaded.tasks and all(t in loaded.types for t in loaded.tasks)
+    assert all(t.cpu_s >= 0 and t.input_mb >= 0 and t.memory_gb >= 0 for t in loaded.types.values())
+
+
+def _toml(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v != v:
+        return "nan"
+    if isinstance(v, float) and v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    return json.dumps(v)
