@@ -476,3 +476,20 @@ def _toml(v: object) -> str:
     if isinstance(v, list):
         return "[" + ", ".join(_toml(x) for x in v) + "]"
     return json.dumps(v)
+
+
+@pytest.mark.slow
+def test_an_existing_dask_scheduler_runs_the_set_when_it_has_the_slots(capsys, tmp_path):
+    from distributed import LocalCluster
+
+    s = set_file(
+        tmp_path, {"nap": 'command = "sleep 0.2"'}, 'naps = { repeat = 4, tasks = ["nap"] }'
+    )
+    with LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
+    ) as cluster:
+        (row,) = run(capsys, tmp_path, s, "--cores", "2", "--cluster", cluster.scheduler_address)
+        assert row["status"] == "complete" and row["done"] == 4
+        r = iowatt(capsys, "tasks", s, "--cores", "2", "--per-core", "2", "--cluster",
+                   cluster.scheduler_address, "--data", f"hdd={tmp_path / 'data'}")  # fmt: skip
+        assert_user_error(r, "2 worker threads", "needs 4")

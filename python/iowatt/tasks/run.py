@@ -14,8 +14,10 @@ interrupted one, rerunning only its unfinished tasks; the figures then add the s
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -188,7 +190,7 @@ def _run(
             cache = (spec.location.name, slots)
             if cache not in probes:
                 progress.note(f"probing {spec.location.name}: 1 and {slots} readers")
-                probes[cache] = _probe(client, plan, work, slots)
+                probes[cache] = _probe(client, work, slots, cgroup)
             live.probe = probes[cache]
         specs = _prepare(plan, spec, work, todo, cgroup)
         progress.started(spec, len(todo))
@@ -217,6 +219,12 @@ def _run(
     return Outcome(spec, status, row, run_dir, reason)
 
 
+def _spec(work: Path, name: str, **fields: Any) -> dict[str, Any]:
+    """A task as a worker takes it; ``name`` names its summary and stderr files."""
+    return {"chunk": CHUNK, "output": str(work / "out" / f"{name}.json"),
+            "stderr": str(work / "err" / f"{name}.txt"), **fields}  # fmt: skip
+
+
 def _prepare(
     plan: TasksPlan, spec: RunSpec, work: Path, todo: list[int], cgroup: dict[str, str]
 ) -> list[dict[str, Any]]:
@@ -228,26 +236,14 @@ def _prepare(
         path = work / "in" / f"{i}.dat"
         if t.input_bytes:
             data.write_input(path, t.input_bytes, block, t.input)
-        out.append(
-            {
-                "index": i,
-                "type": t.name,
-                "batch": spec.taskset.batch[i],
-                "command": t.command,
-                "cpu_s": t.cpu_s,
-                "memory": t.memory_bytes,
-                "chunk": CHUNK,
-                "input": str(path) if t.input_bytes else "",
-                "output": str(work / "out" / f"{i}.json"),
-                "stderr": str(work / "err" / f"{i}.txt"),
-                "timeout_s": plan.timeout_s,
-                **cgroup,
-            }
-        )
+        out.append(_spec(work, str(i), index=i, type=t.name, batch=spec.taskset.batch[i],
+                         command=t.command, cpu_s=t.cpu_s, memory=t.memory_bytes,
+                         input=str(path) if t.input_bytes else "", timeout_s=plan.timeout_s,
+                         **cgroup))  # fmt: skip
     return out
 
 
-def _probe(client: Any, plan: TasksPlan, work: Path, slots: int) -> dict[str, Any]:
+def _probe(client: Any, work: Path, slots: int, cgroup: dict[str, str]) -> dict[str, Any]:
     """The location's read rate with one reader and with ``slots`` at once (MB/s), each
     reading a fresh file with the synthetic task (no CPU), through the same workers."""
     block = os.urandom(data.BLOCK)
@@ -257,24 +253,10 @@ def _probe(client: Any, plan: TasksPlan, work: Path, slots: int) -> dict[str, An
         for j in range(n):
             path = work / "in" / f"probe-{n}-{j}.dat"
             data.write_input(path, PROBE_MB * 1_000_000, block)
-            specs.append(
-                {
-                    "index": j,
-                    "type": "probe",
-                    "batch": 0,
-                    "command": None,
-                    "cpu_s": 0.0,
-                    "memory": 0,
-                    "chunk": CHUNK,
-                    "input": str(path),
-                    "timeout_s": None,
-                    "output": str(work / "out" / f"probe-{n}-{j}.json"),
-                    "stderr": str(work / "err" / f"probe-{n}-{j}.txt"),
-                }
-            )
+            specs.append(_spec(work, f"probe-{n}-{j}", index=j, type="probe", batch=0,
+                               command=None, cpu_s=0.0, memory=0, input=str(path),
+                               timeout_s=None, **cgroup))  # fmt: skip
         records = client.gather([client.submit(run_task, s, pure=False) for s in specs])
-        import json
-
         walls = [json.loads(r["summary"])["wall_s"] for r in records if r["status"] == "ok"]
         if len(walls) != n:
             raise IowattError(f"the disk probe failed: {records[0]['error']}", None)
@@ -306,7 +288,7 @@ def _measure(
     power.start(progress.note)
     mono0, real0 = time.monotonic_ns(), time.time_ns()
     monitor.start()
-    queue = list(specs)
+    queue = deque(specs)
     running: Any = as_completed([])
     in_flight = 0
     records: list[dict[str, Any]] = []
@@ -319,7 +301,7 @@ def _measure(
         if in_flight and batch is not None and batch != current[0]:
             return
         while queue and in_flight < slots and queue[0]["batch"] == batch:
-            s = queue.pop(0)
+            s = queue.popleft()
             running.add(
                 client.submit(
                     run_task, s, stop_name, pure=False, key=f"task-{stop_name}-{s['index']}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from string import Formatter
 from typing import Any
 
 from iowatt.errors import ConfigError
@@ -116,6 +117,11 @@ def _task_type(name: str, spec: Any, scale: float, base: Path | None) -> TaskTyp
     given = spec.get("input")
     source = None
     if given is not None:
+        if not (isinstance(given, str) and given.strip()):
+            raise ConfigError(
+                f"task type `{name}`: input = {given!r} is not a file name",
+                'e.g. input = "data/run42.root"',
+            )
         source = Path(given) if base is None or Path(given).is_absolute() else base / given
         if not source.is_file():
             raise ConfigError(
@@ -145,10 +151,8 @@ def _number(spec: dict[str, Any], name: str, key: str) -> float:
 
 
 def _check_placeholders(name: str, command: str) -> None:
-    import string
-
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(command) if f is not None]
+        fields = [f for _, f, _, _ in Formatter().parse(command) if f is not None]
     except ValueError as e:
         raise ConfigError(
             f"task type `{name}`: command `{command}` is malformed ({e})",
