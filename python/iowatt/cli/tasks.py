@@ -55,7 +55,7 @@ skips the runs already done and finishes an interrupted one (finished tasks are 
     type=click.Path(path_type=Path),
     help="Without a power source: TOML overriding the modelled node (node.toml).",
 )
-@click.option("--cluster", help="A Dask scheduler's address [a LocalCluster here].")
+@click.option("--cluster", help="A Dask address, local:N or a cluster file [threads here].")
 @click.option("--no-resume", is_flag=True, help="Run everything again, even runs already done.")
 @click.option(
     "--job-script",

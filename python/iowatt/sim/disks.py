@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.errors import ConfigError
-from iowatt.sim.model import read_toml, shipped
+from iowatt.sim.model import shipped
+from iowatt.tomlfile import read_toml
 
 SHIPPED = "disks.toml"
 DEFAULT = "ultrastar-36z15"

@@ -10,18 +10,13 @@ file adds jobs and sets, or replaces those of the same name. The engine checks t
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from iowatt.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from iowatt.tomlfile import read_toml, tomllib
 
 MODEL = "server.toml"
 WORKLOADS = "workloads.toml"
@@ -30,24 +25,6 @@ WORKLOADS = "workloads.toml"
 def shipped(name: str) -> dict[str, Any]:
     """A TOML file shipped beside this module, read."""
     return tomllib.loads(resources.files("iowatt.sim").joinpath(name).read_text("utf-8"))
-
-
-def read_toml(path: Path, option: str) -> dict[str, Any]:
-    """A TOML file's tables; a ConfigError naming the file and the line otherwise."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(
-            f"{option} `{path}` cannot be read ({e.strerror or e})", "check the file's path"
-        ) from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{option} `{path}` is not text", "give a TOML file") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(
-            f"{option} `{path}` is not TOML: {e}", "see the shipped file's layout"
-        ) from None
 
 
 def _kind(value: Any) -> str:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.errors import ConfigError
+from iowatt.fleet.spec import ClusterSpec
+from iowatt.fleet.spec import parse as parse_cluster
 from iowatt.power.sources import SourceSpec, parse_source
 from iowatt.sim.model import load_overridden
 from iowatt.tasks import data
@@ -52,7 +54,7 @@ class TasksPlan:
     power: list[SourceSpec]
     power_hz: float
     power_model: dict[str, Any]  # node.toml's node and disks, for modelled power
-    cluster: str | None
+    cluster: ClusterSpec | None
     memory_cgroup: bool
     resume: bool
     scale: float
@@ -166,7 +168,7 @@ def plan(
         power=sources,
         power_hz=power_hz,
         power_model=load_overridden(NODE, power_model, "--power-model"),
-        cluster=cluster,
+        cluster=parse_cluster(cluster) if cluster else None,
         memory_cgroup=memory is not None,
         resume=resume,
         scale=scale,

@@ -103,7 +103,7 @@ def write_run(
         "rounds": plan.rounds,
         "memory_gb": plan.memory_gb,
         "drop_caches": plan.drop_caches,
-        "cluster": plan.cluster,
+        "cluster": plan.cluster.describe() if plan.cluster else None,
         "power": [s.describe() for s in plan.power],
         "resumed_from": Path(prior["path"]).name if prior else None,
     }

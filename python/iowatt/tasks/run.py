@@ -74,7 +74,7 @@ def execute(plan: TasksPlan, progress: Progress | None = None) -> list[Outcome]:
     outcomes: list[Outcome] = []
     with ExitStack() as stack:
         cgroup: dict[str, str] = {}
-        if plan.memory_cgroup and plan.cluster is None:
+        if plan.memory_cgroup and (plan.cluster is None or plan.cluster.kind == "local"):
             from iowatt.tasks.cgroup import memory_cgroup
 
             cgroup = stack.enter_context(memory_cgroup(plan.memory_gb))
@@ -100,10 +100,13 @@ def execute(plan: TasksPlan, progress: Progress | None = None) -> list[Outcome]:
 
 @contextmanager
 def _connect(plan: TasksPlan, note: Callable[[str], None]) -> Iterator[Any]:
-    """A Dask client: of a LocalCluster made here, or of the scheduler at --cluster."""
+    """A Dask client: of a LocalCluster of threads made here, or of the --cluster spec's,
+    which must have k × cores worker threads in all."""
     import logging
 
     from distributed import Client, LocalCluster
+
+    from iowatt.fleet.cluster import connect
 
     # Dask's own INFO lines would bury iowatt's; its warnings and errors still show.
     logging.getLogger("distributed").setLevel(logging.WARNING)
@@ -119,22 +122,15 @@ def _connect(plan: TasksPlan, note: Callable[[str], None]) -> Iterator[Any]:
         with cluster, Client(cluster) as client:
             yield client
         return
-    try:
-        client = Client(plan.cluster, timeout="10s")
-    except (OSError, TimeoutError, ValueError) as e:
-        raise ConfigError(
-            f"--cluster `{plan.cluster}`: cannot reach a Dask scheduler there ({e})",
-            "start one with `dask scheduler` and workers with `dask worker ADDR --nthreads N`",
-        ) from None
-    threads = sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
-    if threads < slots:
-        client.close()
-        raise ConfigError(
-            f"--cluster `{plan.cluster}` has {threads} worker threads, the plan needs {slots}",
-            f"start workers with --nthreads so that they add up to k × cores = {slots}",
-        )
-    note(f"Dask scheduler {plan.cluster}: {threads} worker threads")
-    with client:
+    per_worker = -(-slots // (plan.cluster.workers or 1))
+    with connect(plan.cluster, per_worker, note) as client:
+        threads = sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
+        if threads < slots:
+            raise ConfigError(
+                f"--cluster `{plan.cluster.text}` has {threads} worker threads, the plan "
+                f"needs {slots}",
+                f"start workers with --nthreads so that they add up to k × cores = {slots}",
+            )
         yield client
 
 

@@ -91,7 +91,7 @@ def load(set_ref: str, rounds: int | None = None, scale: float = 1.0) -> list[Ta
 
 
 def _own_sets(path: Path) -> list[str]:
-    from iowatt.sim.model import read_toml
+    from iowatt.tomlfile import read_toml
 
     own = read_toml(path, "SET").get("sets") or {}
     if not own:

@@ -1,0 +1,134 @@
+"""A Dask client for a ``--cluster`` spec: the cluster started (LocalCluster, SSHCluster or a
+dask-jobqueue cluster) or reached (a scheduler address), its workers waited for, each checked to
+run this iowatt version, and the dashboard's address told — then everything it started is shut
+down when the block ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from iowatt import __version__
+from iowatt.errors import ConfigError, SourceUnavailableError
+from iowatt.fleet.spec import ClusterSpec
+
+# How long the workers of a started cluster may take to join (batch jobs wait in a queue).
+JOIN_S = {"local": 60.0, "ssh": 120.0, "slurm": 3600.0, "sge": 3600.0, "pbs": 3600.0}
+
+
+def _local_cluster(n: int, threads: int) -> Any:
+    from distributed import LocalCluster
+
+    class Named(LocalCluster):  # type: ignore[misc]
+        """Workers named local-0, local-1, …: what --hosts and per-host targets name."""
+
+        def _new_worker_name(self, worker_number: int) -> str:
+            return f"local-{worker_number}"
+
+    # Started empty, then scaled: scaling names workers, the constructor numbers them.
+    cluster = Named(n_workers=0, threads_per_worker=threads, processes=True,
+                    dashboard_address=":0", silence_logs=logging.WARNING)  # fmt: skip
+    cluster.scale(n)
+    return cluster
+
+
+def _ssh_cluster(spec: ClusterSpec, threads: int) -> Any:
+    from distributed import SSHCluster
+
+    o = spec.options
+    connect: dict[str, Any] = {k: o[k] for k in ("port", "known_hosts", "client_keys") if k in o}
+    if "user" in o:
+        connect["username"] = o["user"]
+    return SSHCluster(
+        o["hosts"],
+        connect_options=connect,
+        worker_options={"nthreads": o.get("nthreads", threads)},
+        scheduler_options={"dashboard_address": ":0"},
+        remote_python=o.get("python"),
+    )
+
+
+def job_cluster(spec: ClusterSpec, threads: int | None = None) -> Any:
+    """The dask-jobqueue cluster of a slurm, sge or pbs spec, not yet scaled (its
+    ``job_script()`` is what each batch job runs)."""
+    try:
+        import dask_jobqueue as jq
+    except ImportError:
+        raise ConfigError(
+            f"--cluster `{spec.text}` needs dask-jobqueue", "pip install 'iowatt[batch]'"
+        ) from None
+    cls = {"slurm": jq.SLURMCluster, "sge": jq.SGECluster, "pbs": jq.PBSCluster}[spec.kind]
+    o = dict(spec.options)
+    nthreads = o.pop("nthreads", threads)
+    if "python" in o:
+        o["python"] = str(o["python"])
+    cluster = cls(scheduler_options={"dashboard_address": ":0"}, **o)
+    if nthreads:
+        # dask-jobqueue ties threads to the cores asked for; a packing asks for more.
+        cluster.job_cls = _threads_job(cluster.job_cls, int(nthreads))
+    return cluster
+
+
+def _threads_job(base: Any, nthreads: int) -> Any:
+    class Threads(base):  # type: ignore[misc, valid-type]
+        @property
+        def worker_process_threads(self) -> int:
+            return nthreads
+
+    return Threads
+
+
+@contextmanager
+def connect(
+    spec: ClusterSpec, threads: int, note: Callable[[str], None] = lambda _: None
+) -> Iterator[Any]:
+    """A client of the spec's cluster, each worker with ``threads`` threads where iowatt starts
+    them; refuses workers of another iowatt version."""
+    from distributed import Client
+
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    with ExitStack() as stack:
+        try:
+            if spec.kind == "address":
+                client = stack.enter_context(Client(spec.address, timeout="10s"))
+            else:
+                if spec.kind == "local":
+                    cluster = _local_cluster(spec.workers or 1, threads)
+                elif spec.kind == "ssh":
+                    cluster = _ssh_cluster(spec, threads)
+                else:
+                    cluster = job_cluster(spec, threads)
+                    cluster.scale(jobs=spec.workers)
+                stack.enter_context(cluster)
+                client = stack.enter_context(Client(cluster))
+                client.wait_for_workers(spec.workers or 1, timeout=JOIN_S[spec.kind])
+        except (OSError, TimeoutError, ValueError) as e:
+            raise SourceUnavailableError(
+                f"--cluster `{spec.text}`: cannot start or reach it ({type(e).__name__}: {e})",
+                "check the address or hosts, and that `dask` runs there (docs/fleets.md)",
+            ) from None
+        _check_versions(client, spec)
+        link = client.dashboard_link
+        workers = client.scheduler_info()["workers"]
+        note(f"Dask: {len(workers)} workers ({spec.text}); dashboard {link}")
+        yield client
+
+
+def _check_versions(client: Any, spec: ClusterSpec) -> None:
+    def version() -> str:
+        import iowatt
+
+        return str(iowatt.__version__)
+
+    found = client.run(version)
+    other = {w: v for w, v in found.items() if v != __version__}
+    if other:
+        worker, v = next(iter(other.items()))
+        raise ConfigError(
+            f"--cluster `{spec.text}`: worker {worker} runs iowatt {v}, this is {__version__}"
+            + (f" (and {len(other) - 1} more)" if len(other) > 1 else ""),
+            "install the same iowatt on every host",
+        )

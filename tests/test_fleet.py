@@ -1,0 +1,133 @@
+"""``--cluster``: every spelling parsed or refused in one line, a LocalCluster of named worker
+processes, batch clusters' job scripts from a cluster file, and `iowatt tasks` on them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from iowatt.errors import ConfigError
+from iowatt.fleet.cluster import connect, job_cluster
+from iowatt.fleet.spec import parse
+from support.cli import assert_user_error, iowatt
+
+
+def cluster_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "cluster.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_addresses_and_local_clusters_parse():
+    assert parse("local:3").kind == "local" and parse("local:3").workers == 3
+    assert parse("tcp://head:8786").address == "tcp://head:8786"
+    assert parse("10.0.0.5:8786").address == "tcp://10.0.0.5:8786"
+
+
+def test_cluster_files_of_every_kind_parse(tmp_path):
+    ssh = parse(cluster_file(tmp_path, 'kind = "ssh"\nhosts = ["head", "n1", "n2"]\nuser = "me"\n'))
+    assert (ssh.kind, ssh.workers, ssh.options["user"]) == ("ssh", 2, "me")
+    for kind in ("slurm", "sge", "pbs"):
+        spec = parse(
+            cluster_file(
+                tmp_path,
+                f'kind = "{kind}"\nworkers = 4\ncores = 8\n'
+                'memory = "16GB"\nwalltime = "02:00:00"\n',
+            )
+        )
+        assert (spec.kind, spec.workers, spec.options["cores"]) == (kind, 4, 8)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('kind = "kubernetes"\n', "'kubernetes' is not one of"),
+        ('kind = "slurm"\ncores = 8\nmemory = "1GB"\nqueues = "x"\n', "unknown key `queues`"),
+        ('kind = "slurm"\ncores = 8\n', "needs `memory`"),
+        ('kind = "ssh"\nhosts = ["head"]\n', "hosts must list"),
+        ('kind = "pbs"\ncores = 8\nmemory = "1GB"\nworkers = 0\n', "workers"),
+        ("kind = [", "is not TOML"),
+    ],
+)
+def test_a_bad_cluster_file_is_one_error_naming_what(tmp_path, text, fragment):
+    with pytest.raises(ConfigError) as e:
+        parse(cluster_file(tmp_path, text))
+    assert fragment in e.value.message and e.value.hint
+
+
+@pytest.mark.parametrize("text", ["local:x", "local:0", "nowhere", "missing.toml"])
+def test_a_bad_spec_is_one_error(text):
+    with pytest.raises(ConfigError):
+        parse(text)
+
+
+@pytest.mark.parametrize(
+    ("kind", "directive"),
+    [("slurm", "#SBATCH --cpus-per-task=8"), ("pbs", "ncpus=8"), ("sge", "#$ -q all.q")],
+)
+def test_a_batch_cluster_file_gives_dask_jobqueue_s_job_script(tmp_path, kind, directive):
+    spec = parse(
+        cluster_file(
+            tmp_path,
+            f'kind = "{kind}"\nworkers = 2\ncores = 8\nmemory = "16GB"\n'
+            'queue = "all.q"\nwalltime = "01:00:00"\n',
+        )
+    )
+    cluster = job_cluster(spec, threads=16)
+    try:
+        script = cluster.job_script()
+    finally:
+        cluster.close()
+    assert directive in script
+    assert script.count("--nthreads") == 1 and "--nthreads 16" in script
+
+
+@pytest.mark.slow
+def test_local_n_starts_named_worker_processes_of_this_version():
+    notes: list[str] = []
+    with connect(parse("local:2"), 3, notes.append) as client:
+        workers = client.scheduler_info()["workers"].values()
+        assert sorted(w["name"] for w in workers) == ["local-0", "local-1"]
+        assert [w["nthreads"] for w in workers] == [3, 3]
+        pids = client.run(lambda: __import__("os").getpid())
+    assert len(set(pids.values())) == 2
+    assert "dashboard http://" in notes[0]
+
+
+@pytest.mark.slow
+def test_tasks_run_on_a_local_fleet(capsys, tmp_path):
+    (tmp_path / "d").mkdir()
+    s = tmp_path / "s.toml"
+    s.write_text(
+        '[types.nap]\ncommand = "sleep 0.2"\n[sets]\nnaps = { repeat = 6, tasks = ["nap"] }\n'
+    )
+    r = iowatt(
+        capsys,
+        "tasks",
+        s,
+        "--cores",
+        "2",
+        "--per-core",
+        "2",
+        "--cluster",
+        "local:2",
+        "--data",
+        f"hdd={tmp_path / 'd'}",
+        "--results",
+        tmp_path / "r",
+        "--json",
+        "--quiet",
+    )
+    assert r.code == 0, r.err
+    (row,) = json.loads(r.out)
+    assert (row["status"], row["done"], row["slots"]) == ("complete", 6, 4)
+
+
+def test_an_unknown_or_unreachable_cluster_is_one_line(capsys, tmp_path):
+    (tmp_path / "d").mkdir()
+    base = ("tasks", "io", "--data", f"hdd={tmp_path / 'd'}", "--results", tmp_path / "r")
+    assert_user_error(iowatt(capsys, *base, "--cluster", "nowhere"), "nowhere")
+    r = iowatt(capsys, *base, "--scale", "0.001", "--rounds", "1", "--cluster", "tcp://127.0.0.1:9")
+    assert_user_error(r, "tcp://127.0.0.1:9", "cannot start or reach")
