@@ -131,3 +131,49 @@ def test_an_unknown_or_unreachable_cluster_is_one_line(capsys, tmp_path):
     assert_user_error(iowatt(capsys, *base, "--cluster", "nowhere"), "nowhere")
     r = iowatt(capsys, *base, "--scale", "0.001", "--rounds", "1", "--cluster", "tcp://127.0.0.1:9")
     assert_user_error(r, "tcp://127.0.0.1:9", "cannot start or reach")
+
+
+def _prepare_then_start(args: dict, ready) -> dict:
+    import time
+
+    if args.get("fail"):
+        raise RuntimeError("no such disk")
+    time.sleep(args["prep_s"])
+    ready_at = time.time_ns()
+    started = ready()
+    return {"ready_at": ready_at, "ran": started is not None}
+
+
+@pytest.fixture(scope="module")
+def fleet3():
+    with connect(parse("local:3"), 1) as client:
+        yield client, sorted(client.scheduler_info()["workers"])
+
+
+@pytest.mark.slow
+def test_workers_start_together_only_once_all_are_ready(fleet3):
+    from iowatt.fleet.barrier import start_together
+
+    client, addrs = fleet3
+    out = start_together(client, _prepare_then_start,
+                         {a: {"prep_s": 0.3 * i} for i, a in enumerate(addrs)})  # fmt: skip
+    assert sorted(o["worker"] for o in out.values()) == ["local-0", "local-1", "local-2"]
+    # One machine, one clock: no worker started before the slowest was ready, none before
+    # the common instant, and the offsets measured are within their round trip of zero.
+    last_ready = max(o["result"]["ready_at"] for o in out.values())
+    assert all(o["result"]["ran"] for o in out.values())
+    assert min(o["start_ns"] for o in out.values()) > last_ready
+    assert all(o["late_ns"] >= 0 and o["start_ns"] >= o["instant_ns"] for o in out.values())
+    assert all(abs(o["offset_ns"]) <= o["delay_ns"] for o in out.values())
+
+
+@pytest.mark.slow
+def test_a_worker_that_fails_before_the_start_stops_it_and_is_named(fleet3):
+    from iowatt.errors import SourceUnavailableError
+    from iowatt.fleet.barrier import start_together
+
+    client, addrs = fleet3
+    args = {a: {"prep_s": 0.0, "fail": i == 1} for i, a in enumerate(addrs)}
+    with pytest.raises(SourceUnavailableError) as e:
+        start_together(client, _prepare_then_start, args)
+    assert addrs[1] in e.value.message and "no such disk" in e.value.message
