@@ -102,11 +102,7 @@ def tasks(
         **opts,
     )
     progress = Progress() if quiet else _progress()
-    try:
-        outcomes: list[Outcome] = execute(config, progress)
-    finally:
-        if not quiet:
-            progress.note("")
+    outcomes: list[Outcome] = execute(config, progress)
     rows = [
         {
             **o.row,
@@ -122,10 +118,11 @@ def tasks(
     table = study_table(rows, [loc.name for loc in config.locations])
     if table:
         click.echo(_format(table))
-    results_path = config.results
+    names = [loc.name for loc in config.locations]
+    control = f"{'hdd' if 'hdd' in names else names[0]}-k{min(config.per_core)}"
     click.echo(
-        f"{sum(o.run_dir is not None for o in outcomes)} runs in {results_path}; compare "
-        f"them with `iowatt compare --label set=SET --metric jobs_per_h`"
+        f"{sum(o.run_dir is not None for o in outcomes)} runs in {config.results}; with "
+        f"intervals and tests: iowatt compare --by env --control {control} --metric jobs_per_h"
     )
 
 
