@@ -230,6 +230,14 @@ class WorkloadRun(_EngineJob):
         """The model the engine runs (recorded in the manifest)."""
         return cast(dict[str, Any], json.loads(self._run.model_json()))
 
+    def hold(self) -> None:
+        """Once started, wait prepared (phase ``ready``) until :meth:`release`."""
+        self._run.hold()
+
+    def release(self, realtime_ns: int) -> None:
+        """Start measuring at ``realtime_ns`` (``time.time_ns()``'s clock), or at once if past."""
+        self._run.release(realtime_ns)
+
     def progress(self) -> Progress:
         return cast(Progress, self._run.progress())
 

@@ -11,7 +11,7 @@ pub mod job;
 pub mod rng;
 pub mod units;
 
-pub use clock::now_ns;
+pub use clock::{now_ns, realtime_ns};
 pub use histogram::{Bucket, LatencyHistogram};
 pub use interval::{IntervalAccum, IntervalRow};
 pub use job::Job;

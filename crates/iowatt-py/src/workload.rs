@@ -62,6 +62,16 @@ impl WorkloadRun {
         self.handle.cancel();
     }
 
+    /// Makes the run wait, once prepared, in phase "ready" until released; before start().
+    fn hold(&self) {
+        self.handle.hold();
+    }
+
+    /// Starts a held run's measuring at `realtime_ns` (time.time_ns()'s clock).
+    fn release(&self, realtime_ns: u64) {
+        self.handle.release(realtime_ns);
+    }
+
     /// Waits up to `timeout_s` for the run to end, without the GIL; true when it has ended.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
         let timeout = Duration::from_secs_f64(timeout_s.max(0.0));

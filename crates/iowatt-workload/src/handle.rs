@@ -41,6 +41,17 @@ impl RunHandle {
         self.job.start(move || crate::run(&workload, &progress))
     }
 
+    /// Makes the run wait, once prepared, in phase `ready` until [`RunHandle::release`]d; call
+    /// before [`RunHandle::start`].
+    pub fn hold(&self) {
+        self.progress.hold();
+    }
+
+    /// Starts a held run's measuring at `realtime_ns` (CLOCK_REALTIME).
+    pub fn release(&self, realtime_ns: u64) {
+        self.progress.release(realtime_ns);
+    }
+
     /// Asks the run to stop; it ends within one operation, keeping what it measured.
     pub fn cancel(&self) {
         self.progress.cancel();

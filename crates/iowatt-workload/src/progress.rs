@@ -13,6 +13,8 @@ pub enum Phase {
     Running = 3,
     Finishing = 4,
     Done = 5,
+    /// Held: prepared, waiting to be released at an instant (a fleet's common start).
+    Ready = 6,
 }
 
 impl Phase {
@@ -24,6 +26,7 @@ impl Phase {
             Phase::Running => "running",
             Phase::Finishing => "finishing",
             Phase::Done => "done",
+            Phase::Ready => "ready",
         }
     }
 
@@ -34,6 +37,7 @@ impl Phase {
             3 => Phase::Running,
             4 => Phase::Finishing,
             5 => Phase::Done,
+            6 => Phase::Ready,
             _ => Phase::Idle,
         }
     }
@@ -53,6 +57,9 @@ struct Shared {
     /// CLOCK_MONOTONIC ns when the measured phase starts (0 until known).
     measure_start_ns: AtomicU64,
     measure_end_ns: AtomicU64,
+    /// Held runs wait, once prepared, until `release_at` (CLOCK_REALTIME ns, 0: not yet).
+    held: AtomicBool,
+    release_at: AtomicU64,
 }
 
 #[derive(Clone, Default)]
@@ -83,6 +90,25 @@ impl Progress {
 
     pub fn is_cancelled(&self) -> bool {
         self.0.cancel.load(Relaxed)
+    }
+
+    /// Makes the run wait, once its files are laid out, in phase `ready` until released.
+    pub fn hold(&self) {
+        self.0.held.store(true, Relaxed);
+    }
+
+    /// Releases a held run: it starts at `realtime_ns` (CLOCK_REALTIME), or at once if that
+    /// has passed.
+    pub fn release(&self, realtime_ns: u64) {
+        self.0.release_at.store(realtime_ns.max(1), Relaxed);
+    }
+
+    pub(crate) fn is_held(&self) -> bool {
+        self.0.held.load(Relaxed)
+    }
+
+    pub(crate) fn release_at(&self) -> u64 {
+        self.0.release_at.load(Relaxed)
     }
 
     pub(crate) fn abort(&self) {

@@ -8,7 +8,7 @@ use std::os::unix::io::AsRawFd;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use iowatt_metrics::now_ns;
+use iowatt_metrics::{now_ns, realtime_ns};
 
 use crate::collector::Collector;
 use crate::error::WorkloadError;
@@ -37,9 +37,13 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    fn new(w: &Workload) -> Self {
+    fn new(w: &Workload, progress: &Progress) -> Self {
         let workers = w.total_threads() as usize;
-        let start = now_ns() + START_LEAD_NS;
+        let start = if progress.is_held() {
+            released_start(progress)
+        } else {
+            now_ns() + START_LEAD_NS
+        };
         let measure_start = start + w.ramp_ns;
         Frame {
             start,
@@ -107,7 +111,7 @@ pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadE
         return run_filesets(workload, progress);
     }
     prepare(workload, progress)?;
-    let frame = Frame::new(workload);
+    let frame = Frame::new(workload, progress);
     let setup = |seat: Seat<'_>| {
         let mut rng = seat.rng;
         let bound = seat
@@ -148,7 +152,7 @@ pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadE
 
 fn run_filesets(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadError> {
     let filesets = populate(workload, progress)?;
-    let frame = Frame::new(workload);
+    let frame = Frame::new(workload, progress);
     let shared = Shared::new(workload, filesets, frame.measure_start);
     let body = |(base, mut interp): (usize, Interp)| {
         wait_for(frame.start);
@@ -167,6 +171,23 @@ fn run_filesets(workload: &Workload, progress: &Progress) -> Result<Output, Work
         },
         body,
     )
+}
+
+/// A held run's start on CLOCK_MONOTONIC: it waits in phase `ready` until released (or
+/// cancelled: then at once, and the threads stop before their first operation).
+fn released_start(progress: &Progress) -> u64 {
+    progress.set_phase(Phase::Ready);
+    loop {
+        if progress.is_stopping() {
+            return now_ns();
+        }
+        let at = progress.release_at();
+        if at != 0 {
+            let (mono, real) = (now_ns(), realtime_ns());
+            return mono + at.saturating_sub(real);
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
 }
 
 fn wait_for(start: u64) {

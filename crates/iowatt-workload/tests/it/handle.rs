@@ -2,7 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use iowatt_workload::{RunHandle, Status};
+use iowatt_metrics::{now_ns, realtime_ns};
+use iowatt_workload::{Phase, RunHandle, Status};
 
 use iowatt_workload::FileIo;
 
@@ -63,6 +64,62 @@ fn cancelling_ends_a_long_run_early_with_what_it_measured() {
     assert_eq!(status, Status::Cancelled);
     assert!(ops > 0);
     assert!(t0.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn a_held_run_prepares_then_waits_until_released_at_an_instant() {
+    let _alone = exclusive();
+    let dir = TempDir::new("held");
+    let mut cfg = light(fileio("randomread", &dir));
+    cfg.runtime_ns = 200_000_000;
+    let run = RunHandle::new(cfg.build().unwrap());
+    run.hold();
+    assert!(run.start());
+    let t0 = Instant::now();
+    while run.progress().snapshot().phase != Phase::Ready {
+        assert!(t0.elapsed() < Duration::from_secs(30), "never ready");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Ready means laid out and waiting: nothing measured, however long it waits.
+    assert!(!run.wait(Duration::from_millis(300)));
+    let waiting = run.progress().snapshot();
+    assert_eq!((waiting.phase, waiting.ops), (Phase::Ready, 0));
+    let lead = 100_000_000;
+    let (mono, real) = (now_ns(), realtime_ns());
+    run.release(real + lead);
+    assert!(run.wait(Duration::from_secs(30)));
+    let (status, ops) = status_and_ops(&run);
+    assert_eq!(status, Status::Complete);
+    assert!(ops > 0);
+    // Measuring starts at the instant given, read on the other clock, not before — up to the
+    // microseconds between reading the two clocks, here and in the engine.
+    let start = run.progress().snapshot().measure_start_ns;
+    let due = mono + lead;
+    assert!(
+        start + 50_000 >= due,
+        "started {} ns early",
+        due.saturating_sub(start)
+    );
+}
+
+#[test]
+fn a_held_run_cancelled_before_release_ends_without_measuring() {
+    let _alone = exclusive();
+    let dir = TempDir::new("held-cancel");
+    let run = RunHandle::new(light(fileio("randomread", &dir)).build().unwrap());
+    run.hold();
+    assert!(run.start());
+    let t0 = Instant::now();
+    while run.progress().snapshot().phase != Phase::Ready {
+        assert!(t0.elapsed() < Duration::from_secs(30), "never ready");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    run.cancel();
+    assert!(
+        run.wait(Duration::from_secs(10)),
+        "a cancelled held run ends"
+    );
+    assert_eq!(status_and_ops(&run), (Status::Cancelled, 0));
 }
 
 fn status_and_ops(run: &RunHandle) -> (Status, u64) {
