@@ -159,12 +159,15 @@ def test_workers_start_together_only_once_all_are_ready(fleet3):
         client, _prepare_then_start, {a: {"prep_s": 0.3 * i} for i, a in enumerate(addrs)}
     )
     assert sorted(o["worker"] for o in out.values()) == ["local-0", "local-1", "local-2"]
-    # One machine, one clock: no worker started before the slowest was ready, none before
-    # the common instant, and the offsets measured are within their round trip of zero.
+    # One machine, one clock: no worker started before the slowest was ready, and the offsets
+    # measured are within their round trip of zero.
     last_ready = max(o["result"]["ready_at"] for o in out.values())
     assert all(o["result"]["ran"] for o in out.values())
     assert min(o["start_ns"] for o in out.values()) > last_ready
-    assert all(o["late_ns"] >= 0 and o["start_ns"] >= o["instant_ns"] for o in out.values())
+    # Each worker waits for the instant in its own clock, as estimated from here: on one host
+    # that estimate is off by at most its round trip.
+    assert all(o["late_ns"] >= 0 for o in out.values())
+    assert all(o["start_ns"] >= o["instant_ns"] - o["delay_ns"] for o in out.values())
     assert all(abs(o["offset_ns"]) <= o["delay_ns"] for o in out.values())
 
 

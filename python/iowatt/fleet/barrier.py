@@ -6,7 +6,8 @@ Dask has no barrier, so iowatt builds one (shared/reference/scale-live-emulate.m
    worker (``Client.run``, no scheduler in the path), keeping the one with the smallest delay,
    whose midpoint is the best estimate (NTP's rule);
 2. one task pinned to each worker (``workers=[addr]``, ``allow_other_workers=False``) prepares
-   its work, then says ready on a Dask ``Queue`` and waits on a Dask ``Variable``;
+   its work, then says ready by setting a Dask ``Event`` of its own and waits on a Dask
+   ``Variable``;
 3. once every worker is ready, iowatt sets the variable to a start instant a little ahead, in
    its own clock; each worker converts it to its clock with its offset, sleeps until just
    before it, spins to it, and runs. Each records when it really started, so the run keeps
@@ -71,13 +72,13 @@ def _pinned(
 ) -> dict[str, Any]:
     """The task on each worker: ``fn(args, ready)``; ``ready()`` blocks until the common
     start and returns the worker-clock instant it started at (None when the start is off)."""
-    from distributed import Queue, Variable, get_worker
+    from distributed import Event, Variable, get_worker
 
     worker = get_worker().name
     started: dict[str, int] = {}
 
     def ready() -> int | None:
-        Queue(names[0]).put(worker)
+        Event(names[0]).set()
         start = Variable(names[1]).get(timeout=READY_TIMEOUT_S)
         if start == ABORT:
             return None
@@ -99,18 +100,28 @@ def start_together(
     """Runs ``fn(args[w], ready)`` on every worker address ``w`` of ``args`` at once; returns
     per worker its result, clock offset and delay, the common instant, when it started (its
     clock, and this host's: ``start_here_ns``) and how late (``late_ns``, its own clock)."""
-    from distributed import Queue, Variable, wait
+    from distributed import Event, Variable, wait
 
     workers = list(args)
     clocks = clock_offsets(client, workers)
     tag = uuid.uuid4().hex[:12]
     names = (f"iowatt-ready-{tag}", f"iowatt-start-{tag}")
-    queue, start = Queue(names[0], client=client), Variable(names[1], client=client)
+    start = Variable(names[1], client=client)
+    ready_events = {w: Event(f"{names[0]}-{i}", client=client) for i, w in enumerate(workers)}
     futures = {
-        w: client.submit(_pinned, fn, args[w], names, clocks[w].offset_ns, workers=[w],
-                         allow_other_workers=False, pure=False, key=f"iowatt-pinned-{tag}-{i}")
+        w: client.submit(
+            _pinned,
+            fn,
+            args[w],
+            (ready_events[w].name, names[1]),
+            clocks[w].offset_ns,
+            workers=[w],
+            allow_other_workers=False,
+            pure=False,
+            key=f"iowatt-pinned-{tag}-{i}",
+        )
         for i, w in enumerate(workers)
-    }  # fmt: skip
+    }
     ready: set[str] = set()
     while len(ready) < len(workers):
         failed = [w for w, f in futures.items() if f.status in ("error", "cancelled", "lost")]
@@ -124,10 +135,8 @@ def start_together(
                 f"worker {name} ({w}) failed before the start: {reason}",
                 "the other workers were released without running",
             )
-        try:
-            ready.add(queue.get(timeout=0.2))
-        except TimeoutError:
-            continue
+        # An event's wait returns False at its timeout (a queue's get would log an error).
+        ready |= {w for w, ev in ready_events.items() if w not in ready and ev.wait(0.05)}
     lead_ns = int(LEAD_S * 1e9) + max(c.delay_ns for c in clocks.values())
     instant = time.time_ns() + lead_ns
     start.set(instant)
