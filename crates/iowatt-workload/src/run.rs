@@ -183,11 +183,28 @@ fn released_start(progress: &Progress) -> u64 {
         }
         let at = progress.release_at();
         if at != 0 {
-            let (mono, real) = (now_ns(), realtime_ns());
+            let (mono, real) = clock_pair();
             return mono + at.saturating_sub(real);
         }
         std::thread::sleep(Duration::from_micros(100));
     }
+}
+
+/// CLOCK_MONOTONIC and CLOCK_REALTIME read together: the realtime read between two monotonic
+/// ones, the tightest of a few tries (a preemption between the reads would shift every
+/// conversion by its length).
+fn clock_pair() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..5 {
+        let (a, r, b) = (now_ns(), realtime_ns(), now_ns());
+        if b - a < best.0 {
+            best = (b - a, a + (b - a) / 2, r);
+        }
+        if b - a < 2_000 {
+            break;
+        }
+    }
+    (best.1, best.2)
 }
 
 fn wait_for(start: u64) {
