@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from iowatt import bench as bench_lib
+from iowatt import pagecache
 from iowatt.bench.config import MAX_IODEPTH, MAX_RUNS, BenchConfig, Options, Reporter
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.interrupts import held
@@ -50,7 +51,6 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 ORDERS = ("interleaved", "blocked", "random")
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 _OPTION_KEYS = tuple(f.name for f in fields(Options) if f.name != "seed")
 _TOP_KEYS = ("name", "repetitions", "order", "cooldown", "drop_caches", "target",
              "destroy_data", "seed", "labels", "defaults", "workload", "env")  # fmt: skip
@@ -188,9 +188,9 @@ def load(path: Path, *, target: Path | None = None, destroy_data: bool = False) 
         labels=_labels(doc.get("labels", {}), where, "labels"),
         defaults=defaults,
     )
-    if campaign.drop_caches and not os.access(DROP_CACHES, os.W_OK):
+    if campaign.drop_caches and not pagecache.can_drop():
         raise ConfigError(
-            f"{where}: drop_caches needs write access to {DROP_CACHES}",
+            f"{where}: drop_caches needs write access to {pagecache.DROP_CACHES}",
             "run as root, or set drop_caches = false",
         )
     for no in range(1, len(entries) + 1):
@@ -451,7 +451,7 @@ def run(campaign: Campaign, results: Path, reporter: CampaignReporter) -> list[P
                 reporter.note(f"cooling down for {campaign.cooldown_s:g} s")
                 time.sleep(campaign.cooldown_s)
             if campaign.drop_caches:
-                _drop_caches()
+                pagecache.drop()
             config = bench_config(campaign, p.entry_no, p.env, p.rep, results)
             run_dir = bench_lib.run(config, reporter.run_started(p, len(planned)))
             done[p.key] = run_dir
@@ -516,11 +516,6 @@ def _command(
             + (f": {said[-1]}" if said else ""),
             f"fix the command in {campaign.source.name}",
         )
-
-
-def _drop_caches() -> None:
-    os.sync()
-    DROP_CACHES.write_text("3\n")
 
 
 def repeat(

@@ -76,6 +76,11 @@ def cpu_model(cpuinfo: Path = PROC_CPUINFO) -> str | None:
     return None
 
 
+def smt_active(sys_root: Path = SYS) -> bool:
+    """Whether the CPUs run two or more hardware threads per core."""
+    return read_text(sys_root / "devices/system/cpu/smt/active") == "1"
+
+
 def mem_bytes(meminfo: Path = PROC_MEMINFO) -> int | None:
     """Return ``MemTotal`` of ``/proc/meminfo`` in bytes, or ``None``."""
     for line in (read_text(meminfo) or "").splitlines():

@@ -6,6 +6,7 @@ mod anonymize;
 mod columns;
 mod errors;
 mod histogram;
+mod job;
 mod power;
 mod raid;
 mod replay;

@@ -6,13 +6,13 @@ use std::time::Duration;
 use iowatt_replay::{
     Config, ErrorKind, Histograms, Plan, ReplayError, ReplayHandle, Status, TlsOptions,
 };
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::columns::{column_bytes, values};
 use crate::errors::raise;
 use crate::histogram::hist_dict;
+use crate::job::{not_ended, started, wait_detached};
 
 fn from_replay(py: Python<'_>, e: &ReplayError) -> PyErr {
     let (class, kind) = match e {
@@ -107,11 +107,7 @@ impl Replay {
     }
 
     fn start(&self) -> PyResult<()> {
-        if self.handle.start() {
-            Ok(())
-        } else {
-            Err(PyRuntimeError::new_err("the replay was already started"))
-        }
+        started(self.handle.start(), "replay")
     }
 
     fn cancel(&self) {
@@ -120,8 +116,7 @@ impl Replay {
 
     /// Waits up to `timeout_s` for the replay to end, without the GIL; true when it has.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
-        py.detach(|| self.handle.wait(timeout))
+        wait_detached(py, timeout_s, |t| self.handle.wait(t))
     }
 
     fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -168,11 +163,7 @@ impl Replay {
                 d.set_item("histograms", histograms(py, &out.histograms)?)?;
                 Ok(d)
             })
-            .unwrap_or_else(|| {
-                Err(PyRuntimeError::new_err(
-                    "the replay has not ended; call wait()",
-                ))
-            })
+            .unwrap_or_else(|| Err(not_ended("replay")))
     }
 }
 

@@ -2,15 +2,13 @@
 //! configuration in as JSON, each run's figures, decisions and series out; waiting happens
 //! without the GIL.
 
-use std::time::Duration;
-
 use iowatt_sim::server::{Config, EventKind, RunOutput, ServerError, ServerHandle, SERIES_COLUMNS};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::columns::column_bytes;
 use crate::errors::raise;
+use crate::job::{not_ended, started, wait_detached};
 
 fn from_sim(py: Python<'_>, e: &ServerError) -> PyErr {
     let kind = match e {
@@ -46,13 +44,7 @@ impl ServerSim {
     }
 
     fn start(&self) -> PyResult<()> {
-        if self.handle.start() {
-            Ok(())
-        } else {
-            Err(PyRuntimeError::new_err(
-                "the simulation was already started",
-            ))
-        }
+        started(self.handle.start(), "simulation")
     }
 
     fn cancel(&self) {
@@ -61,8 +53,7 @@ impl ServerSim {
 
     /// Waits up to `timeout_s` for every run to end, without the GIL; true when they have.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
-        py.detach(|| self.handle.wait(timeout))
+        wait_detached(py, timeout_s, |t| self.handle.wait(t))
     }
 
     fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -86,11 +77,7 @@ impl ServerSim {
                 let runs = outcome.as_ref().map_err(|e| from_sim(py, e))?;
                 runs.iter().map(|r| run_dict(py, r)).collect()
             })
-            .unwrap_or_else(|| {
-                Err(PyRuntimeError::new_err(
-                    "the simulation has not ended; call wait()",
-                ))
-            })
+            .unwrap_or_else(|| Err(not_ended("simulation")))
     }
 }
 

@@ -2,15 +2,14 @@
 //! columns in, counts out; building the plan and waiting happen without the GIL.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use iowatt_tree::{Config, Entry, Kind, RecreateHandle, Recreation, Status, TreeError};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::columns::values;
 use crate::errors::raise;
+use crate::job::{not_ended, started, wait_detached};
 
 fn from_tree(py: Python<'_>, e: &TreeError) -> PyErr {
     let (class, kind) = match e {
@@ -113,13 +112,7 @@ impl TreeRecreate {
     }
 
     fn start(&self) -> PyResult<()> {
-        if self.handle.start() {
-            Ok(())
-        } else {
-            Err(PyRuntimeError::new_err(
-                "the recreation was already started",
-            ))
-        }
+        started(self.handle.start(), "recreation")
     }
 
     fn cancel(&self) {
@@ -128,8 +121,7 @@ impl TreeRecreate {
 
     /// Waits up to `timeout_s` for the run to end, without the GIL; true when it has ended.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
-        py.detach(|| self.handle.wait(timeout))
+        wait_detached(py, timeout_s, |t| self.handle.wait(t))
     }
 
     fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -157,11 +149,7 @@ impl TreeRecreate {
                     Ok(d)
                 }
             })
-            .unwrap_or_else(|| {
-                Err(PyRuntimeError::new_err(
-                    "the run has not ended; call wait()",
-                ))
-            })
+            .unwrap_or_else(|| Err(not_ended("recreation")))
     }
 }
 

@@ -1,15 +1,13 @@
 //! `WorkloadRun`: the workload engine's [`RunHandle`] for Python — JSON in, Python data out;
 //! waiting happens without the GIL.
 
-use std::time::Duration;
-
 use iowatt_workload::{FileIo, Output, RunHandle, Status, Workload};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::{from_workload, raise};
 use crate::histogram::hist_dict;
+use crate::job::{not_ended, started, wait_detached};
 
 #[pyclass(module = "iowatt._core")]
 pub struct WorkloadRun {
@@ -51,11 +49,7 @@ impl WorkloadRun {
     }
 
     fn start(&self) -> PyResult<()> {
-        if self.handle.start() {
-            Ok(())
-        } else {
-            Err(PyRuntimeError::new_err("the run was already started"))
-        }
+        started(self.handle.start(), "run")
     }
 
     fn cancel(&self) {
@@ -74,8 +68,7 @@ impl WorkloadRun {
 
     /// Waits up to `timeout_s` for the run to end, without the GIL; true when it has ended.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
-        py.detach(|| self.handle.wait(timeout))
+        wait_detached(py, timeout_s, |t| self.handle.wait(t))
     }
 
     fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -100,11 +93,7 @@ impl WorkloadRun {
                 Err(e) => Err(from_workload(py, e)),
                 Ok(out) => output_dict(py, out, slow_ns),
             })
-            .unwrap_or_else(|| {
-                Err(PyRuntimeError::new_err(
-                    "the run has not ended; call wait()",
-                ))
-            })
+            .unwrap_or_else(|| Err(not_ended("run")))
     }
 }
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from iowatt.cli.cells import cell, pct_cell
 from iowatt.cli.trace.options import filters_from, log_options
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import format_duration, format_joules, format_ns, parse_labels
@@ -37,6 +38,15 @@ def stored(json_help: str, report: bool = True) -> Callable[[F], F]:
         return f
 
     return apply
+
+
+def _shown_plainly(rows: list[dict[str, Any]], run_dir: Path, as_json: bool, quiet: bool) -> bool:
+    """--json prints the rows, --quiet the run directory; True when one of them did."""
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    elif quiet:
+        click.echo(run_dir)
+    return as_json or quiet
 
 
 @click.group(help="Simulate before deploying: server cooling, RAID power modes, task packing.")
@@ -92,11 +102,7 @@ def server(
         if live is not None:
             live.close()
     rows = read_summary(run_dir)["policies"]
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    if quiet:
-        click.echo(run_dir)
+    if _shown_plainly(rows, run_dir, as_json, quiet):
         return
     _print_table(rows, config.curve["source"])
     click.echo(f"run {run_dir.name} written to {run_dir}")
@@ -201,11 +207,7 @@ def raid(
     quietly = quiet or as_json
     run_dir = run(config, note=lambda m: None if quietly else click.echo(m, err=True))
     rows = read_summary(run_dir)["raid"]
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    if quiet:
-        click.echo(run_dir)
+    if _shown_plainly(rows, run_dir, as_json, quiet):
         return
     click.echo(f"{len(config.requests):,} requests on {config.disks} × {config.model_name}")
     head = ("personality", "energy", "saving", "mean W", "lat p50", "p99", "max", "done p99",
@@ -308,18 +310,10 @@ def _validate(refs: str, results: Path, save_model: Path | None, as_json: bool) 
         click.echo(
             f"{r['run_id']:<28} {r['set']:<12} {r['disk']:<5} {r['per_core']:>2} "
             f"{r['jobs_per_h_measured']:>11.1f} {r['jobs_per_h_predicted']:>8.1f} "
-            f"{_pct_cell(r['jobs_per_h_error_pct'])} {_opt(r['wh_per_job_measured'], 11, 4)} "
-            f"{r['wh_per_job_predicted']:>7.4f} {_pct_cell(r['wh_per_job_error_pct'])}"
+            f"{pct_cell(r['jobs_per_h_error_pct'])} {cell(r['wh_per_job_measured'], '11.4f')} "
+            f"{r['wh_per_job_predicted']:>7.4f} {pct_cell(r['wh_per_job_error_pct'])}"
         )
     errors = [abs(r["jobs_per_h_error_pct"]) for r in rows if r["jobs_per_h_error_pct"] is not None]
     if errors:
         click.echo(f"jobs/h: mean absolute error {sum(errors) / len(errors):.1f} %, "
                    f"largest {max(errors):.1f} %")  # fmt: skip
-
-
-def _pct_cell(v: float | None) -> str:
-    return f"{'–':>7}" if v is None else f"{v:>+6.1f}%"
-
-
-def _opt(v: float | None, width: int, digits: int) -> str:
-    return f"{'–':>{width}}" if v is None else f"{v:>{width}.{digits}f}"

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from iowatt.cli.cells import cell, pct_cell
 from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
 from iowatt.store.runs import results_dir
 from iowatt.units import format_duration, parse_labels
@@ -78,7 +79,7 @@ def tasks(
 ) -> None:
     from iowatt.tasks.plan import plan
     from iowatt.tasks.run import Outcome, Progress, execute
-    from iowatt.tasks.table import study_table
+    from iowatt.tasks.table import baseline_disk, study_table
 
     if job_script:
         from iowatt.tasks.jobscript import job_script as script
@@ -115,11 +116,12 @@ def tasks(
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    table = study_table(rows, [loc.name for loc in config.locations])
-    if table:
-        click.echo(_format(table))
     names = [loc.name for loc in config.locations]
-    control = f"{'hdd' if 'hdd' in names else names[0]}-k{min(config.per_core)}"
+    base = baseline_disk(names)
+    table = study_table(rows, names)
+    if table:
+        click.echo(_format(table, base))
+    control = f"{base}-k{min(config.per_core)}"
     click.echo(
         f"{sum(o.run_dir is not None for o in outcomes)} runs in {config.results}; with "
         f"intervals and tests: iowatt compare --by env --control {control} --metric jobs_per_h"
@@ -167,41 +169,27 @@ def _progress() -> Any:
         else:
             click.echo(
                 f"{head}: {r['done']}/{r['tasks']} tasks in "
-                f"{format_duration(r['makespan_s'])}, {_num(r['jobs_per_h'], '.1f')} jobs/h, "
-                f"{_num(r['avg_w'], '.1f')} W ({r['power']}), "
-                f"{_num(r['wh_per_job'], '.3f')} Wh/job → {o.run_dir}",
+                f"{format_duration(r['makespan_s'])}, {cell(r['jobs_per_h'], '.1f')} jobs/h, "
+                f"{cell(r['avg_w'], '.1f')} W ({r['power']}), "
+                f"{cell(r['wh_per_job'], '.3f')} Wh/job → {o.run_dir}",
                 err=True,
             )
 
     return Progress(note, started, task_done, ended)
 
 
-def _num(v: float | None, fmt: str) -> str:
-    width = int(fmt.partition(".")[0] or 0)
-    return f"{'–':>{width}}" if v is None else format(v, fmt)
-
-
-def _format(table: list[dict[str, Any]]) -> str:
+def _format(table: list[dict[str, Any]], base: str | None) -> str:
     head = (
         f"{'set':<12} {'disk':<6} {'k':>2} {'runs':>4} {'jobs/h':>9} {'± 95%':>7} "
         f"{'Wh/job':>8} {'avg W':>7}  {'jobs/h':>7} {'Wh/job':>7} {'avg W':>7}"
     )
-    lines = [
-        " " * 58
-        + "vs 1 per core on "
-        + ("hdd" if any(e["disk"] == "hdd" for e in table) else table[0]["disk"]),
-        head,
-    ]
+    lines = [f"{'':58}vs 1 per core on {base}", head]
     for e in table:
         lines.append(
             f"{e['set']:<12} {e['disk']:<6} {e['per_core']:>2} {e['runs']:>4} "
-            f"{_num(e['jobs_per_h'], '9.1f')} {_num(e['jobs_per_h_ci'], '7.1f')} "
-            f"{_num(e['wh_per_job'], '8.3f')} {_num(e['avg_w'], '7.1f')}  "
-            f"{_pct(e['jobs_per_h_vs_base'])} {_pct(e['wh_per_job_vs_base'])} "
-            f"{_pct(e['avg_w_vs_base'])}"
+            f"{cell(e['jobs_per_h'], '9.1f')} {cell(e['jobs_per_h_ci'], '7.1f')} "
+            f"{cell(e['wh_per_job'], '8.3f')} {cell(e['avg_w'], '7.1f')}  "
+            f"{pct_cell(e['jobs_per_h_vs_base'])} {pct_cell(e['wh_per_job_vs_base'])} "
+            f"{pct_cell(e['avg_w_vs_base'])}"
         )
     return "\n".join(lines)
-
-
-def _pct(v: float | None) -> str:
-    return f"{'–':>7}" if v is None else f"{v:>+6.1f}%"

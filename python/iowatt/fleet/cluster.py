@@ -51,28 +51,34 @@ def _ssh_cluster(spec: ClusterSpec, threads: int) -> Any:
     )
 
 
-def job_cluster(spec: ClusterSpec, threads: int | None = None) -> Any:
-    """The dask-jobqueue cluster of a slurm, sge or pbs spec, not yet scaled (its
-    ``job_script()`` is what each batch job runs)."""
+def cluster_class(kind: str, option: str) -> Any:
+    """dask-jobqueue's cluster class for ``slurm``, ``sge`` or ``pbs`` (its ``job_cls`` is the
+    job); ``option`` names what needs it when dask-jobqueue is missing."""
     try:
         import dask_jobqueue as jq
     except ImportError:
-        raise ConfigError(
-            f"--cluster `{spec.text}` needs dask-jobqueue", "pip install 'iowatt[batch]'"
-        ) from None
-    cls = {"slurm": jq.SLURMCluster, "sge": jq.SGECluster, "pbs": jq.PBSCluster}[spec.kind]
+        raise ConfigError(f"{option} needs dask-jobqueue", "pip install 'iowatt[batch]'") from None
+    return {"slurm": jq.SLURMCluster, "sge": jq.SGECluster, "pbs": jq.PBSCluster}[kind]
+
+
+def job_cluster(spec: ClusterSpec, threads: int | None = None) -> Any:
+    """The dask-jobqueue cluster of a slurm, sge or pbs spec, not yet scaled (its
+    ``job_script()`` is what each batch job runs)."""
+    cls = cluster_class(spec.kind, f"--cluster `{spec.text}`")
     o = dict(spec.options)
     nthreads = o.pop("nthreads", threads)
     if "python" in o:
         o["python"] = str(o["python"])
     cluster = cls(scheduler_options={"dashboard_address": ":0"}, **o)
     if nthreads:
-        # dask-jobqueue ties threads to the cores asked for; a packing asks for more.
-        cluster.job_cls = _threads_job(cluster.job_cls, int(nthreads))
+        cluster.job_cls = threads_job(cluster.job_cls, int(nthreads))
     return cluster
 
 
-def _threads_job(base: Any, nthreads: int) -> Any:
+def threads_job(base: Any, nthreads: int) -> Any:
+    """dask-jobqueue's job class ``base`` with ``nthreads`` worker threads: it ties threads to
+    the cores asked for, and a packing of k tasks per core asks for more."""
+
     class Threads(base):  # type: ignore[misc, valid-type]
         @property
         def worker_process_threads(self) -> int:

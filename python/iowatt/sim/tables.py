@@ -74,7 +74,9 @@ def per_run_rows(run_id: str, results: Sequence[Mapping[str, Any]]) -> list[dict
     return rows
 
 
-def _mean_ci(values: Sequence[float | None]) -> tuple[float | None, list[float] | None]:
+def mean_ci(values: Sequence[float | None]) -> tuple[float | None, list[float] | None]:
+    """The mean of the values given (None left out) and its 95 % Student-t interval (None
+    with fewer than two)."""
     xs = np.array([v for v in values if v is not None], dtype=np.float64)
     if xs.size == 0:
         return None, None
@@ -94,10 +96,10 @@ def policy_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         groups.setdefault((r["workload"], r["policy"]), []).append(r)
     out = []
     for (workload, policy), rs in groups.items():
-        speedup, ci = _mean_ci([r["speedup_vs_dlb"] for r in rs])
+        speedup, ci = mean_ci([r["speedup_vs_dlb"] for r in rs])
         if policy == BASELINE:
             ci = None  # DLB against itself: no interval to give
-        slowdown, _ = _mean_ci([r["batch_slowdown"] for r in rs])
+        slowdown, _ = mean_ci([r["batch_slowdown"] for r in rs])
         out.append(
             {
                 "workload": workload,
@@ -112,7 +114,7 @@ def policy_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     c: float(np.mean([r[f"{c}_j"] for r in rs])) for c in (*COMPONENTS, "total")
                 },
                 "energy_saving_vs_dlb": {
-                    c: _mean_ci([r[f"saving_{c}"] for r in rs])[0] for c in (*COMPONENTS, "total")
+                    c: mean_ci([r[f"saving_{c}"] for r in rs])[0] for c in (*COMPONENTS, "total")
                 },
                 "peak_temp_c": max(r["peak_core_c"] for r in rs),
                 "peak_dimm_c": max(r["peak_dimm_c"] for r in rs),

@@ -8,6 +8,7 @@ reported as out of memory rather than run.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,52 +97,68 @@ def plan(
     )
 
 
-def _engine_config(plan: TasksPlan, batch: list[str], disk: str, k: int) -> dict[str, Any]:
-    order = list(dict.fromkeys(batch))
-    index = {t: i for i, t in enumerate(order)}
-    return {
-        "node": {**plan.model["node"], "disk": plan.model["disks"][disk]},
-        "types": [{"name": t, "cpu_s": float(plan.types[t].get("cpu_s", 0.0)),
-                   "input_mb": float(plan.types[t].get("input_mb", 0.0)),
-                   "memory_gb": float(plan.types[t].get("memory_gb", 0.0))} for t in order],
-        "queue": [index[t] for t in batch],
-        "per_core": k,
-        "nodes": plan.nodes,
-        "chunk_mb": plan.model["chunk_mb"],
-    }  # fmt: skip
+def simulate_batches(
+    node: Mapping[str, Any],
+    types: Mapping[str, Mapping[str, Any]],
+    batches: Sequence[Sequence[str]],
+    per_core: int,
+    nodes: int,
+    chunk_mb: float,
+) -> dict[str, float]:
+    """``batches`` (task types in queue order) run back to back on the engine, their makespans,
+    energies and tasks added up; a ConfigError when a batch's tasks would not fit in memory."""
+    from iowatt._engine import tasks_simulate
+
+    total = {"makespan_s": 0.0, "energy_j": 0.0, "tasks": 0.0}
+    for batch in batches:
+        order = list(dict.fromkeys(batch))
+        index = {t: i for i, t in enumerate(order)}
+        r = tasks_simulate({
+            "node": node,
+            "types": [{"name": t, "cpu_s": float(types[t].get("cpu_s", 0.0)),
+                       "input_mb": float(types[t].get("input_mb", 0.0)),
+                       "memory_gb": float(types[t].get("memory_gb", 0.0))} for t in order],
+            "queue": [index[t] for t in batch],
+            "per_core": per_core,
+            "nodes": nodes,
+            "chunk_mb": chunk_mb,
+        })  # fmt: skip
+        for key in total:
+            total[key] += r[key]
+    return total
+
+
+def figures(makespan_s: float, energy_j: float, jobs: float) -> dict[str, float]:
+    """The study's figures from a makespan, the energy spent in it and the jobs done."""
+    return {"makespan_s": makespan_s, "jobs_per_h": jobs * 3600 / makespan_s,
+            "avg_w": energy_j / makespan_s, "wh_per_job": energy_j / 3600 / jobs}  # fmt: skip
 
 
 def simulate(plan: TasksPlan) -> list[dict[str, Any]]:
     """One row per (set, disk, k): the metrics, or ``out_of_memory`` and nulls."""
-    from iowatt._engine import tasks_simulate
-
     rows = []
     for name, batches in plan.sets.items():
         for disk in plan.disks:
+            node = {**plan.model["node"], "disk": plan.model["disks"][disk]}
             for k in plan.per_core:
-                makespan = energy = 0.0
-                jobs, refused = 0, None
-                for batch in batches:
-                    try:
-                        r = tasks_simulate(_engine_config(plan, batch, disk, k))
-                    except ConfigError as e:
-                        if "run out of memory" not in e.message:
-                            raise
-                        refused = e.message
-                        break
-                    makespan += r["makespan_s"]
-                    energy += r["energy_j"]
-                    jobs += r["tasks"]
-                ok = refused is None and makespan > 0
-                rows.append({
-                    "set": name, "disk": disk, "per_core": k, "nodes": plan.nodes,
-                    "tasks": sum(len(b) for b in batches),
-                    "makespan_s": makespan if ok else None,
-                    "jobs_per_h": jobs * 3600 / makespan if ok else None,
-                    "avg_w": energy / makespan if ok else None,
-                    "wh_per_job": energy / 3600 / jobs if ok else None,
-                    "out_of_memory": refused,
-                })  # fmt: skip
+                row: dict[str, Any] = {"set": name, "disk": disk, "per_core": k,
+                                       "nodes": plan.nodes,
+                                       "tasks": sum(len(b) for b in batches)}  # fmt: skip
+                refused: str | None = None
+                t: dict[str, float] | None = None
+                try:
+                    t = simulate_batches(
+                        node, plan.types, batches, k, plan.nodes, plan.model["chunk_mb"]
+                    )
+                except ConfigError as e:
+                    if "run out of memory" not in e.message:
+                        raise
+                    refused = e.message
+                if t is not None and t["makespan_s"] > 0:
+                    row.update(figures(t["makespan_s"], t["energy_j"], t["tasks"]))
+                else:
+                    row.update(dict.fromkeys(("makespan_s", "jobs_per_h", "avg_w", "wh_per_job")))
+                rows.append({**row, "out_of_memory": refused})
     return rows
 
 

@@ -38,15 +38,19 @@ class Hierarchy:
     root: Path
 
 
-def find_hierarchy(mounts: list[Mount] | None = None) -> Hierarchy | None:
-    """cgroup v1 blkio if mounted, else cgroup v2 with the io controller, else ``None``."""
+def find_hierarchy(
+    mounts: list[Mount] | None = None, v1_file: str = V1_WRITE_BPS, v2_controller: str = "io"
+) -> Hierarchy | None:
+    """cgroup v1 blkio if mounted, else cgroup v2 with the io controller, else ``None``; with
+    ``v1_file`` and ``v2_controller``, another controller's (``memory.limit_in_bytes``,
+    ``memory``)."""
     mounts = read_mounts() if mounts is None else mounts
     for m in mounts:
-        if m.fs_type == "cgroup" and (Path(m.mount_point) / V1_WRITE_BPS).exists():
+        if m.fs_type == "cgroup" and (Path(m.mount_point) / v1_file).exists():
             return Hierarchy("v1", Path(m.mount_point))
     for m in mounts:
         controllers = read_text(Path(m.mount_point) / "cgroup.controllers") or ""
-        if m.fs_type == "cgroup2" and "io" in controllers.split():
+        if m.fs_type == "cgroup2" and v2_controller in controllers.split():
             return Hierarchy("v2", Path(m.mount_point))
     return None
 
@@ -119,7 +123,7 @@ class Throttle:
                 _write(control, "+io", "enable the io controller")
         path = hierarchy.root / name
         try:
-            _make_cgroup(path)
+            make_cgroup(path)
         except OSError as e:
             raise _cgroup_error(e, f"cannot create cgroup `{path}`") from None
         return cls(hierarchy, path, proc_cgroup, sys_root)
@@ -235,7 +239,9 @@ def _majmin(devnum: int) -> str:
     return f"{os.major(devnum)}:{os.minor(devnum)}"
 
 
-def _make_cgroup(path: Path) -> None:
+def make_cgroup(path: Path) -> None:
+    """Makes cgroup ``path``, first removing an empty one of that name an iowatt that was
+    killed left behind."""
     try:
         path.mkdir()
     except FileExistsError:

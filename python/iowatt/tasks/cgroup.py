@@ -9,41 +9,26 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
 
 from iowatt.errors import SourceUnavailableError
-from iowatt.hostinfo import read_mounts, read_text
-
-
-def _hierarchy() -> tuple[str, Path] | None:
-    mounts = read_mounts()
-    for m in mounts:
-        if m.fs_type == "cgroup" and (Path(m.mount_point) / "memory.limit_in_bytes").exists():
-            return "v1", Path(m.mount_point)
-    for m in mounts:
-        controllers = (read_text(Path(m.mount_point) / "cgroup.controllers") or "").split()
-        if m.fs_type == "cgroup2" and "memory" in controllers:
-            return "v2", Path(m.mount_point)
-    return None
+from iowatt.sweep.throttle import find_hierarchy, make_cgroup
 
 
 @contextmanager
 def memory_cgroup(memory_gb: float) -> Iterator[dict[str, str]]:
     """A cgroup capped at ``memory_gb``; yields what a task needs to enter it
     (``cgroup_procs``) and where its OOM kills are counted (``oom_counter``)."""
-    found = _hierarchy()
+    found = find_hierarchy(v1_file="memory.limit_in_bytes", v2_controller="memory")
     if found is None:
         raise SourceUnavailableError(
             "--memory needs a memory cgroup, and none is mounted here",
             "mount cgroup v1 memory or use a cgroup v2 host with the memory controller",
         )
-    version, root = found
+    version, root = found.version, found.root
     path = root / f"iowatt-tasks-{os.getpid()}"
     limit = str(int(memory_gb * 1e9))
     try:
-        if path.exists():  # left by an iowatt that was killed: empty, so removable
-            os.rmdir(path)
-        path.mkdir()
+        make_cgroup(path)
         if version == "v1":
             (path / "memory.limit_in_bytes").write_text(limit)
             if (path / "memory.memsw.limit_in_bytes").exists():

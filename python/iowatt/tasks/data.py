@@ -13,9 +13,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from iowatt.errors import ConfigError, SourceUnavailableError
+from iowatt import pagecache
+from iowatt.errors import ConfigError
 
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 BLOCK = 1 << 20
 
 
@@ -97,15 +97,8 @@ def write_input(path: Path, size: int, block: bytes, source: Path | None = None)
 
 
 def check_drop_caches() -> None:
-    if not os.access(DROP_CACHES, os.W_OK):
+    if not pagecache.can_drop():
         raise ConfigError(
-            f"--drop-caches needs write access to {DROP_CACHES}", "run as root, or leave it out"
+            f"--drop-caches needs write access to {pagecache.DROP_CACHES}",
+            "run as root, or leave it out",
         )
-
-
-def drop_caches() -> None:
-    os.sync()
-    try:
-        DROP_CACHES.write_text("3\n")
-    except OSError as e:
-        raise SourceUnavailableError(f"cannot drop caches: {e.strerror}", "run as root") from None

@@ -14,19 +14,11 @@ import os
 from typing import Any
 
 from iowatt.errors import ConfigError
+from iowatt.fleet.cluster import cluster_class, threads_job
+from iowatt.hostinfo import mem_bytes
 from iowatt.units import check_int, parse_duration, parse_int_list, parse_size
 
 SCHEDULER = "tcp://SCHEDULER:8786"
-
-
-def _job_class(kind: str) -> Any:
-    try:
-        import dask_jobqueue as jq
-    except ImportError:
-        raise ConfigError(
-            "--job-script needs dask-jobqueue", "pip install 'iowatt[batch]'"
-        ) from None
-    return {"sge": jq.sge.SGEJob, "slurm": jq.slurm.SLURMJob, "pbs": jq.pbs.PBSJob}[kind]
 
 
 def job_script(
@@ -41,20 +33,15 @@ def job_script(
     if len(ks) != 1:
         raise ConfigError(f"--job-script takes one k, not `{per_core}`", "e.g. --per-core 2")
     n = check_int(cores, "--cores", 1, 4096, "--cores 8") if cores else os.cpu_count() or 1
-    slots = ks[0] * n
-    base = _job_class(kind)
-
-    class Packed(base):  # type: ignore[misc, valid-type]
-        @property
-        def worker_process_threads(self) -> int:
-            return slots
-
-    mem = parse_size(memory, "--memory") if memory else os.sysconf("SC_PHYS_PAGES") * 4096
+    job_cls = threads_job(cluster_class(kind, "--job-script").job_cls, ks[0] * n)
+    mem = parse_size(memory, "--memory") if memory else mem_bytes()
+    if not mem:
+        raise ConfigError("cannot read this machine's memory from /proc/meminfo", "give --memory")
     extra: dict[str, Any] = {}
     if walltime:
         s = int(parse_duration(walltime, "--timeout"))
         extra["walltime"] = f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
-    job = Packed(
+    job = job_cls(
         scheduler=scheduler or SCHEDULER,
         name="iowatt-worker",
         cores=n,

@@ -14,6 +14,7 @@ from typing import Any
 from iowatt.errors import ConfigError
 from iowatt.fleet.spec import ClusterSpec
 from iowatt.fleet.spec import parse as parse_cluster
+from iowatt.hostinfo import mem_bytes
 from iowatt.power.sources import SourceSpec, parse_source
 from iowatt.sim.model import load_overridden
 from iowatt.tasks import data
@@ -100,14 +101,6 @@ class TasksPlan:
         return None
 
 
-def _mem_total_gb() -> float:
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024 / 1e9
-    raise ConfigError("cannot read MemTotal from /proc/meminfo", "give --memory")
-
-
 def plan(
     set_ref: str,
     *,
@@ -134,7 +127,10 @@ def plan(
     if rounds is not None:
         rounds = check_int(rounds, "--rounds", 1, 10**6, "--rounds 4")
     sets = load(set_ref, rounds, scale)
-    memory_gb = parse_size(memory, "--memory") / 1e9 if memory else _mem_total_gb()
+    total = parse_size(memory, "--memory") if memory else mem_bytes()
+    if not total:
+        raise ConfigError("cannot read MemTotal from /proc/meminfo", "give --memory")
+    memory_gb = total / 1e9
     for s in sets:
         for t in s.types.values():
             if t.memory_gb > memory_gb:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from iowatt.hostinfo import smt_active
 from iowatt.store.manifest import run_manifest
 from iowatt.store.runs import read_summary
 from iowatt.tasks.figures import totals
@@ -120,7 +121,7 @@ def write_run(
             "tasks": row,
             "segments": live.segments,
             "probe": live.probe,
-            "smt": _smt(),
+            "smt": smt_active(),
         },
     )
     first = min((r["start_ns"] for r in live.records), default=time.time_ns())
@@ -130,14 +131,6 @@ def write_run(
         writer.write_table("utilisation.parquet", _utilisation(run_id, current, UTILISATION_SCHEMA))
         writer.write_table("power.parquet", _power(run_id, current, POWER_SCHEMA))
     return publish(writer), row
-
-
-def _smt() -> bool:
-    """Whether the host runs two hardware threads per core (the simulator's ht_gain)."""
-    try:
-        return Path("/sys/devices/system/cpu/smt/active").read_text().strip() == "1"
-    except OSError:
-        return False
 
 
 def _tasks_table(

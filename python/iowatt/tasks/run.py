@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from iowatt import pagecache
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.tasks import data
 from iowatt.tasks.execute import run_task
-from iowatt.tasks.figures import interval_energy, modelled_watts
+from iowatt.tasks.figures import interval_energy, makespan_s, modelled_watts
 from iowatt.tasks.monitor import Monitor, Samples
 from iowatt.tasks.plan import CHUNK, RunSpec, TasksPlan
 from iowatt.tasks.record import prior_state, row_base, write_run
@@ -180,7 +181,7 @@ def _run(
         ) from None
     try:
         if plan.drop_caches:
-            data.drop_caches()
+            pagecache.drop()
         slots = plan.slots(spec.per_core)
         if live.probe is None and any(t.input_bytes for t in spec.taskset.types.values()):
             cache = (spec.location.name, slots)
@@ -290,23 +291,20 @@ def _measure(
     records: list[dict[str, Any]] = []
     interrupted = False
 
+    batch = queue[0]["batch"] if queue else None  # the batch in flight
+
     def feed() -> None:
-        nonlocal in_flight
-        batch = queue[0]["batch"] if queue else None
-        # The next batch waits for the last task of this one.
-        if in_flight and batch is not None and batch != current[0]:
-            return
+        nonlocal in_flight, batch
+        if queue and queue[0]["batch"] != batch:
+            if in_flight:  # the next batch waits for the last task of this one
+                return
+            batch = queue[0]["batch"]
         while queue and in_flight < slots and queue[0]["batch"] == batch:
             s = queue.popleft()
-            running.add(
-                client.submit(
-                    run_task, s, stop_name, pure=False, key=f"task-{stop_name}-{s['index']}"
-                )
-            )
+            key = f"task-{stop_name}-{s['index']}"
+            running.add(client.submit(run_task, s, stop_name, pure=False, key=key))
             in_flight += 1
-        current[0] = batch
 
-    current: list[Any] = [queue[0]["batch"] if queue else None]
     try:
         feed()
         for fut in running:
@@ -314,8 +312,7 @@ def _measure(
             in_flight -= 1
             records.append(rec)
             progress.task_done(rec)
-            if not interrupted:
-                feed()
+            feed()
     except KeyboardInterrupt:
         interrupted = True
         stop.set()
@@ -363,7 +360,7 @@ def _segment(
         source = "modelled"
     return {
         "tasks": len(ended),
-        "makespan_s": (end - start) / 1e9,
+        "makespan_s": makespan_s(ended),
         "energy_j": energy,
         "peak_w": peak,
         "power": source,

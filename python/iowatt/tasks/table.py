@@ -4,21 +4,17 @@ baseline — 1 task per core on the location named ``hdd`` (else the first locat
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
+
+from iowatt.sim.tables import mean_ci
 
 METRICS = ("jobs_per_h", "wh_per_job", "avg_w")
 
 
-def _mean_ci(values: list[float]) -> tuple[float, float | None]:
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, None
-    from scipy.stats import t
-
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    return mean, float(t.ppf(0.975, len(values) - 1)) * sd / math.sqrt(len(values))
+def baseline_disk(locations: Sequence[str]) -> str | None:
+    """The location the others are set against: ``hdd`` if there is one, else the first."""
+    return "hdd" if "hdd" in locations else (locations[0] if locations else None)
 
 
 def study_table(rows: Sequence[dict[str, Any]], locations: Sequence[str]) -> list[dict[str, Any]]:
@@ -27,30 +23,22 @@ def study_table(rows: Sequence[dict[str, Any]], locations: Sequence[str]) -> lis
     for r in rows:
         if r.get("jobs_per_h") is not None:
             groups.setdefault((r["set"], r["disk"], r["per_core"]), []).append(r)
-    base_disk = "hdd" if "hdd" in locations else (locations[0] if locations else None)
+    base_disk = baseline_disk(locations)
     out = []
     for (name, disk, k), rs in groups.items():
         entry: dict[str, Any] = {"set": name, "disk": disk, "per_core": k, "runs": len(rs)}
         for m in METRICS:
-            values = [r[m] for r in rs if r.get(m) is not None]
-            entry[m], ci = _mean_ci(values) if values else (None, None)
+            entry[m], ci = mean_ci([r.get(m) for r in rs])
             if m == "jobs_per_h":
-                entry["jobs_per_h_ci"] = ci
+                entry["jobs_per_h_ci"] = (ci[1] - ci[0]) / 2 if ci else None
         out.append(entry)
-    mins: dict[str, int] = {}
+    first_k: dict[str, int] = {}
     for e in out:
-        mins[e["set"]] = min(mins.get(e["set"], e["per_core"]), e["per_core"])
+        first_k[e["set"]] = min(first_k.get(e["set"], e["per_core"]), e["per_core"])
+    bases = {e["set"]: e for e in out
+             if e["disk"] == base_disk and e["per_core"] == first_k[e["set"]]}  # fmt: skip
     for e in out:
-        base = next(
-            (
-                b
-                for b in out
-                if b["set"] == e["set"]
-                and b["disk"] == base_disk
-                and b["per_core"] == mins[e["set"]]
-            ),
-            None,
-        )
+        base = bases.get(e["set"])
         for m in METRICS:
             ok = base is not None and base[m] and e[m] is not None
             e[f"{m}_vs_base"] = (e[m] / base[m] - 1) * 100 if ok else None  # type: ignore[index]

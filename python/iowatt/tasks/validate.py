@@ -15,7 +15,7 @@ Calibration, from the runs themselves (``--save-model`` writes it as a node TOML
 
 from __future__ import annotations
 
-import json
+import copy
 import math
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,8 @@ import numpy as np
 
 from iowatt.errors import ConfigError
 from iowatt.sim.model import load_overridden
+from iowatt.sim.tasks import figures, simulate_batches
+from iowatt.store.runs import read_manifest, read_summary
 from iowatt.tasks.plan import CHUNK, NODE
 
 
@@ -56,8 +58,8 @@ def _load(run_dir: Path) -> dict[str, Any]:
 
     return {
         "run_id": run_dir.name,
-        "manifest": json.loads((run_dir / "manifest.json").read_text()),
-        "summary": json.loads((run_dir / "summary.json").read_text()),
+        "manifest": read_manifest(run_dir),
+        "summary": read_summary(run_dir),
         "tasks": table("tasks.parquet"),
         "util": table("utilisation.parquet"),
         "power": table("power.parquet"),
@@ -66,7 +68,7 @@ def _load(run_dir: Path) -> dict[str, Any]:
 
 def calibrate(runs: list[dict[str, Any]], base: dict[str, Any] | None = None) -> dict[str, Any]:
     """A node model (node.toml's layout) fitted to the runs; see the module docstring."""
-    model = json.loads(json.dumps(base or load_overridden(NODE, None, "--model")))
+    model = copy.deepcopy(base or load_overridden(NODE, None, "--model"))
     first = runs[0]["summary"]
     model["node"]["cores"] = int(runs[0]["manifest"]["config"]["cores"])
     if not first.get("smt", False):
@@ -142,44 +144,16 @@ def _headline(run: dict[str, Any]) -> str:
 
 def predict(run: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
     """The simulator's figures for one run as it was configured."""
-    from iowatt._engine import tasks_simulate
-
     cfg = run["manifest"]["config"]
     disk = cfg["location"]["name"]
     node = {**model["node"], "disk": model["disks"].get(disk, model["disks"]["hdd"])}
-    makespan = energy = 0.0
-    jobs = 0
-    for b in sorted(set(cfg["batch"])):
-        queue_types = [t for t, bb in zip(cfg["tasks"], cfg["batch"], strict=True) if bb == b]
-        order = list(dict.fromkeys(queue_types))
-        types = [
-            {
-                "name": t,
-                "cpu_s": model["types"].get(t, cfg["types"][t]["cpu_s"]),
-                "input_mb": cfg["types"][t]["input_mb"],
-                "memory_gb": 0.0,
-            }
-            for t in order
-        ]
-        r = tasks_simulate(
-            {
-                "node": node,
-                "types": types,
-                "queue": [order.index(t) for t in queue_types],
-                "per_core": cfg["per_core"],
-                "nodes": 1,
-                "chunk_mb": model["chunk_mb"],
-            }
-        )
-        makespan += r["makespan_s"]
-        energy += r["energy_j"]
-        jobs += r["tasks"]
-    return {
-        "makespan_s": makespan,
-        "jobs_per_h": jobs * 3600 / makespan,
-        "avg_w": energy / makespan,
-        "wh_per_job": energy / 3600 / jobs,
-    }
+    # Memory is not what is validated: the runs ran.
+    types = {t: {"cpu_s": model["types"].get(t, c["cpu_s"]), "input_mb": c["input_mb"]}
+             for t, c in cfg["types"].items()}  # fmt: skip
+    batches = [[t for t, b in zip(cfg["tasks"], cfg["batch"], strict=True) if b == n]
+               for n in sorted(set(cfg["batch"]))]  # fmt: skip
+    t = simulate_batches(node, types, batches, cfg["per_core"], 1, model["chunk_mb"])
+    return figures(t["makespan_s"], t["energy_j"], t["tasks"])
 
 
 def validate(results: Path, refs: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:

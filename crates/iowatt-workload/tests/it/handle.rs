@@ -73,13 +73,7 @@ fn a_held_run_prepares_then_waits_until_released_at_an_instant() {
     let mut cfg = light(fileio("randomread", &dir));
     cfg.runtime_ns = 200_000_000;
     let run = RunHandle::new(cfg.build().unwrap());
-    run.hold();
-    assert!(run.start());
-    let t0 = Instant::now();
-    while run.progress().snapshot().phase != Phase::Ready {
-        assert!(t0.elapsed() < Duration::from_secs(30), "never ready");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    start_held(&run);
     // Ready means laid out and waiting: nothing measured, however long it waits.
     assert!(!run.wait(Duration::from_millis(300)));
     let waiting = run.progress().snapshot();
@@ -107,6 +101,17 @@ fn a_held_run_cancelled_before_release_ends_without_measuring() {
     let _alone = exclusive();
     let dir = TempDir::new("held-cancel");
     let run = RunHandle::new(light(fileio("randomread", &dir)).build().unwrap());
+    start_held(&run);
+    run.cancel();
+    assert!(
+        run.wait(Duration::from_secs(10)),
+        "a cancelled held run ends"
+    );
+    assert_eq!(status_and_ops(&run), (Status::Cancelled, 0));
+}
+
+/// Starts `run` held and waits until it is laid out and ready.
+fn start_held(run: &RunHandle) {
     run.hold();
     assert!(run.start());
     let t0 = Instant::now();
@@ -114,12 +119,6 @@ fn a_held_run_cancelled_before_release_ends_without_measuring() {
         assert!(t0.elapsed() < Duration::from_secs(30), "never ready");
         std::thread::sleep(Duration::from_millis(2));
     }
-    run.cancel();
-    assert!(
-        run.wait(Duration::from_secs(10)),
-        "a cancelled held run ends"
-    );
-    assert_eq!(status_and_ops(&run), (Status::Cancelled, 0));
 }
 
 fn status_and_ops(run: &RunHandle) -> (Status, u64) {
