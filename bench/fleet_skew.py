@@ -44,7 +44,7 @@ def main() -> None:
         for _ in range(a.starts):
             out = start_together(
                 client, _work, {w: {"prep_s": rng.uniform(0, 0.05)} for w in addrs}
-            )
+            ).hosts
             starts = [o["start_ns"] for o in out.values()]
             skews.append((max(starts) - min(starts)) / 1e6)
             late += [o["late_ns"] / 1e6 for o in out.values()]

@@ -157,7 +157,7 @@ def test_workers_start_together_only_once_all_are_ready(fleet3):
     client, addrs = fleet3
     out = start_together(
         client, _prepare_then_start, {a: {"prep_s": 0.3 * i} for i, a in enumerate(addrs)}
-    )
+    ).hosts
     assert sorted(o["worker"] for o in out.values()) == ["local-0", "local-1", "local-2"]
     # One machine, one clock: no worker started before the slowest was ready, and the offsets
     # measured are within their round trip of zero.
@@ -235,7 +235,7 @@ def test_engines_on_every_worker_lay_out_then_measure_from_the_common_start(flee
     for i, a in enumerate(addrs):
         (tmp_path / f"w{i}").mkdir()
         args[a] = {"spec": {**spec, "target": str(tmp_path / f"w{i}")}}
-    out = start_together(client, _held_bench, args)
+    out = start_together(client, _held_bench, args).hosts
     for o in out.values():
         r = o["result"]
         assert r["ops_while_held"] == 0 and r["ops"] > 0 and r["status"] == "complete"

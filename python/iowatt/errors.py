@@ -27,6 +27,10 @@ class IowattError(Exception):
         self.message = message
         self.hint = hint
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Raised on a Dask worker, it travels back pickled: with its hint and kind.
+        return (type(self), (self.message, self.hint), self.__dict__)
+
     def render(self) -> str:
         lines = [f"error: {self.message}"]
         if self.hint:

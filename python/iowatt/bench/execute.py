@@ -62,7 +62,7 @@ def run(
     device = False
     power = BenchPower(config)
     try:
-        device = _check_target(config, target)
+        device = check_target(config.workloads, target, config.destroy_data)
         host = host_facts(target)
         _warn_about(config, host, sink)
         power.start(reporter.note)
@@ -100,21 +100,21 @@ def run(
     return run_dir
 
 
-def _check_target(config: BenchConfig, target: Path) -> bool:
-    """Checks the target and returns whether it is a block device."""
+def check_target(workloads: list[WorkloadConfig], target: Path, destroy_data: bool) -> bool:
+    """Checks the target for these workloads and returns whether it is a block device."""
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
         mode = 0
     if stat.S_ISBLK(mode):
-        if any(wl.wml for wl in config.workloads):
+        if any(wl.wml for wl in workloads):
             raise TargetError(
                 f"FileBench workload files need a directory, and `{target}` is a block device",
                 "mount a file system on it and pass the mount point as --target",
             )
-        check_block_target(target, config.destroy_data)
+        check_block_target(target, destroy_data)
         size = device_size(target)
-        for wl in config.workloads:
+        for wl in workloads:
             if wl.filesize > size:
                 raise ConfigError(
                     f"--filesize `{wl.filesize}` is larger than `{target}` ({size} bytes)",
@@ -122,11 +122,11 @@ def _check_target(config: BenchConfig, target: Path) -> bool:
                 )
         return True
     check_dir_target(target)
-    for wl in config.workloads:
+    for wl in workloads:
         if wl.wml:
             filemacro.check_space(wl, target)
-    check_free_space(target, max(_bytes_needed(wl) for wl in config.workloads))
-    if any(wl.directio for wl in config.workloads) and not supports_odirect(target):
+    check_free_space(target, max(_bytes_needed(wl) for wl in workloads))
+    if any(wl.directio for wl in workloads) and not supports_odirect(target):
         raise TargetError(
             f"O_DIRECT is not supported on `{target}`",
             "this file system has no direct I/O (ramfs, some FUSE); pass --buffered",

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from iowatt import __version__
+from iowatt.bench import hosts
 from iowatt.bench.config import BenchConfig, Outcome
+from iowatt.bench.hosts import Fleet
 from iowatt.bench.power import BenchPower
 from iowatt.bench.summary import fio_job, interval_table, latency_table
 from iowatt.errors import IowattError
@@ -30,6 +32,7 @@ def write_run(
     device: bool,
     power: BenchPower,
     sink: WarningSink,
+    fleet: Fleet | None = None,
 ) -> Path:
     results = [o.result for o in outcomes]
     models = {o.wl.name: o.model for o in outcomes}
@@ -58,6 +61,7 @@ def write_run(
             }
             if config.power
             else None,
+            **({"fleet": hosts.manifest_section(fleet)} if fleet else {}),
         },
         clock_anchor=config.clock_anchor,
         host=host,
@@ -73,6 +77,9 @@ def write_run(
         "workloads": summaries,
         "fio": fio,
     }
+    if fleet is not None:
+        summary["hosts"] = hosts.summary_section(fleet)
+        hosts.write_tables(writer, fleet)
     power_summary = power.summary(outcomes)
     if power_summary is not None:
         summary["power"] = power_summary

@@ -12,8 +12,12 @@ from iowatt.bench.config import MAX_RUNS, BenchConfig, Reporter, SilentReporter
 from iowatt.bench.fileio import PERSONALITIES, SUITES
 from iowatt.bench.filemacro import SUITE, messages
 from iowatt.cli.comparison import show_comparison
+from iowatt.cli.hosts import show_hosts
 from iowatt.cli.progress import RichReporter
 from iowatt.cli.run_options import power_and_output
+from iowatt.errors import ConfigError
+from iowatt.fleet.hosts import Targets, parse_targets
+from iowatt.fleet.spec import ClusterSpec, parse
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import U64_MAX, check_int, parse_labels
 
@@ -31,7 +35,15 @@ each, 64 MiB file) in a temporary directory.
 @click.option(
     "--suite", help=f"Run a whole suite ({', '.join((*SUITES, SUITE))}) with its full settings."
 )
-@click.option("--target", type=click.Path(path_type=Path), help="Directory or block device.")
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    metavar="[HOST=]PATH",
+    help="Directory or block device; with --cluster, HOST=PATH for one host.",
+)
+@click.option("--cluster", help="Run on every host of a Dask cluster: ADDRESS, local:N, FILE.")
+@click.option("--hosts", help="With --cluster: the hosts that run, e.g. local-0,local-2.")
 @click.option("--iosize", help="I/O size, e.g. 4k, 1m.")
 @click.option("--filesize", help="File size, e.g. 256m, 10g.")
 @click.option("--nthreads", type=int, help="Threads per random workload.")
@@ -54,7 +66,9 @@ each, 64 MiB file) in a temporary directory.
 def bench(
     workload: str | None,
     suite: str | None,
-    target: Path | None,
+    targets: tuple[str, ...],
+    cluster: str | None,
+    hosts: str | None,
     labels: tuple[str, ...],
     results: Path | None,
     destroy_data: bool,
@@ -68,6 +82,8 @@ def bench(
     **opts: object,
 ) -> None:
     check_int(repeat, "--repeat", 1, MAX_RUNS, "--repeat 10")
+    fleet = _fleet_options(cluster, hosts, targets, repeat, power)
+    target = None if fleet else (Path(targets[0]) if targets else None)
     config = plan(
         workload,
         Options(**opts),  # type: ignore[arg-type]
@@ -93,7 +109,12 @@ def bench(
         return
     reporter = SilentReporter() if quiet or as_json else RichReporter()
     try:
-        run_dir = run(config, reporter)
+        if fleet:
+            from iowatt.bench.fleet import run_fleet
+
+            run_dir = run_fleet(config, *fleet, reporter)
+        else:
+            run_dir = run(config, reporter)
     finally:
         if isinstance(reporter, RichReporter):
             reporter.close()
@@ -101,6 +122,8 @@ def bench(
         click.echo(json.dumps(read_summary(run_dir), indent=2))
         return
     if not quiet:
+        if fleet:
+            show_hosts(run_dir)
         click.echo(f"run {run_dir.name} written to {run_dir}")
         if (run_dir / "report.html").exists():
             click.echo(f"report: {run_dir / 'report.html'}")
@@ -127,3 +150,30 @@ def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool) -> None
         for b in bars:
             b.close()
     show_comparison(config.results, {"series": series}, "series", fmt="json" if as_json else "text")
+
+
+def _fleet_options(
+    cluster: str | None,
+    hosts: str | None,
+    targets: tuple[str, ...],
+    repeat: int,
+    power: tuple[str, ...],
+) -> tuple[ClusterSpec, list[str] | None, Targets] | None:
+    """--cluster's spec, --hosts and the per-host targets; None without --cluster."""
+    if cluster is None:
+        if hosts is not None:
+            raise ConfigError(f"--hosts {hosts} needs --cluster", "e.g. --cluster local:3")
+        if len(targets) > 1 or (targets and parse_targets(targets).per_host):
+            raise ConfigError(f"--target {targets[-1]}: one target per host needs --cluster",
+                              "give one --target PATH, or add --cluster")  # fmt: skip
+        return None
+    for name, given in (("--repeat", repeat != 1), ("--power", bool(power))):
+        if given:
+            raise ConfigError(
+                f"{name} is not supported with --cluster yet",
+                "run without it; for power, `iowatt power record` on each host",
+            )
+    names = [h.strip() for h in hosts.split(",") if h.strip()] if hosts is not None else None
+    if names is not None and not names:
+        raise ConfigError(f"--hosts `{hosts}` names no host", "e.g. --hosts local-0,local-2")
+    return parse(cluster), names, parse_targets(targets)

@@ -14,11 +14,15 @@ Dask has no barrier, so iowatt builds one (shared/reference/scale-live-emulate.m
    every host's start skew and clock offset.
 
 A worker whose task fails before it is ready (or that disappears) stops the start: the others
-are released without running, and the error names the worker and why.
+are released without running, and the error names the worker and why. One that fails or
+disappears after the start is named in its own entry, and the others' results are kept: a task
+pinned to a dead worker would otherwise wait for it for ever, so the driver watches the
+scheduler's member list.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -31,6 +35,8 @@ ROUNDS = 8
 # How far ahead of "all ready" the start is set, beyond the slowest worker's round trip.
 LEAD_S = 0.05
 SPIN_S = 0.0002
+# How often the driver looks at the workers' tasks and the scheduler's member list.
+POLL_S = 0.05
 READY_TIMEOUT_S = 600.0
 ABORT = -1
 
@@ -67,28 +73,120 @@ def _until(instant_ns: int) -> int:
     return now
 
 
-def _pinned(
-    fn: Callable[..., Any], args: Any, names: tuple[str, str], offset_ns: int
-) -> dict[str, Any]:
-    """The task on each worker: ``fn(args, ready)``; ``ready()`` blocks until the common
-    start and returns the worker-clock instant it started at (None when the start is off)."""
-    from distributed import Event, Variable, get_worker
+class Gate:
+    """What the function run on each worker gets: ``ready()`` says this worker is prepared and
+    blocks until every worker is, then returns the common start in this worker's clock (None
+    when the start is called off); ``stopped()`` says whether the command was stopped since
+    (Ctrl-C), so the work can end early and still return what it measured."""
 
-    worker = get_worker().name
-    started: dict[str, int] = {}
+    def __init__(self, names: tuple[str, str, str], offset_ns: int) -> None:
+        self._names = names
+        self._offset_ns = offset_ns
+        self.target_ns: int | None = None
+        # When the work really started, in this worker's clock (``ready`` sets it when it
+        # waits; work that waits on its own, as a held engine does, sets it itself).
+        self.start_ns: int | None = None
 
-    def ready() -> int | None:
-        Event(names[0]).set()
-        start = Variable(names[1]).get(timeout=READY_TIMEOUT_S)
+    def ready(self, wait: bool = True) -> int | None:
+        """Blocks until the start; ``wait=False`` returns as soon as the instant is known, for
+        work that waits for it itself (a held engine's ``release``)."""
+        from distributed import Event, Variable
+
+        Event(self._names[0]).set()
+        start = Variable(self._names[1]).get(timeout=READY_TIMEOUT_S)
         if start == ABORT:
             return None
-        target = int(start) + offset_ns
-        started["target_ns"] = target
-        started["start_ns"] = _until(target)
-        return started["start_ns"]
+        self.target_ns = int(start) + self._offset_ns
+        if wait:
+            self.start_ns = _until(self.target_ns)
+        return self.target_ns
 
-    result = fn(args, ready)
-    return {"worker": worker, "result": result, **started}
+    __call__ = ready
+
+    def stopped(self) -> bool:
+        from distributed import Event
+
+        return bool(Event(self._names[2]).is_set())
+
+
+def _pinned(fn: Callable[..., Any], args: Any, gate: Gate) -> dict[str, Any]:
+    from distributed import get_worker
+
+    worker = get_worker().name
+    try:
+        result, error = fn(args, gate), None
+    except Exception as e:  # returned, not raised: Dask would log it with its traceback
+        result, error = None, str(getattr(e, "message", None) or f"{type(e).__name__}: {e}")
+    return {"worker": worker, "result": result, "error": error, "target_ns": gate.target_ns,
+            "start_ns": gate.start_ns}  # fmt: skip
+
+
+@dataclass
+class Start:
+    """What :func:`start_together` returns: per worker address its outcome (below), and
+    whether the command was stopped (Ctrl-C) while the workers ran."""
+
+    hosts: dict[str, dict[str, Any]]
+    interrupted: bool = False
+
+
+def _wait_ready(tasks: _Tasks, events: Mapping[str, Any], names: Mapping[str, str]) -> None:
+    ready: set[str] = set()
+    while len(ready) < len(events):
+        tasks.look()
+        if (w := tasks.failed()) is not None:
+            why = tasks.done[w]["error"] or "it ended without saying it was ready"
+            raise SourceUnavailableError(
+                f"worker {names[w]} ({w}) failed before the start: {why}",
+                "the other workers were released without running",
+            )
+        ready |= {w for w, ev in events.items() if w not in ready and ev.is_set()}
+        time.sleep(POLL_S)
+
+
+class _Tasks:
+    """The pinned tasks, each looked at until it has an outcome: returned, failed, or lost
+    with its worker (a task pinned to a worker that died would wait for it for ever, so the
+    scheduler's member list is read on every look)."""
+
+    def __init__(self, client: Any, futures: dict[str, Any], names: Mapping[str, str]) -> None:
+        self._client = client
+        self._futures = futures
+        self._names = names
+        self.done: dict[str, dict[str, Any]] = {}
+
+    def look(self) -> None:
+        members = set(self._client.run_on_scheduler(_scheduler_workers))
+        for w, f in self._futures.items():
+            if w in self.done:
+                continue
+            why = None
+            if f.status == "finished":
+                self.done[w] = f.result()
+                continue
+            if f.status == "error":  # the task could not even run (unpicklable arguments, …)
+                e = f.exception()
+                why = f"{type(e).__name__}: {e}"
+            elif f.status in ("cancelled", "lost"):
+                why = f"its task was {f.status}"
+            elif w not in members:
+                f.cancel()
+                why = "the worker left the cluster (it died or was stopped)"
+            if why is not None:
+                self.done[w] = {"worker": self._names[w], "result": None, "error": why,
+                                "target_ns": None, "start_ns": None}  # fmt: skip
+
+    def failed(self) -> str | None:
+        """A worker that failed (or ended without saying ready), when one has."""
+        return next((w for w, o in self.done.items() if o["error"] or o["target_ns"] is None),
+                    None)  # fmt: skip
+
+    def all_done(self) -> bool:
+        return len(self.done) == len(self._futures)
+
+
+def _scheduler_workers(dask_scheduler: Any) -> list[str]:
+    return list(dask_scheduler.workers)
 
 
 def start_together(
@@ -96,25 +194,34 @@ def start_together(
     fn: Callable[..., Any],
     args: Mapping[str, Any],
     note: Callable[[str], None] = lambda _: None,
-) -> dict[str, dict[str, Any]]:
-    """Runs ``fn(args[w], ready)`` on every worker address ``w`` of ``args`` at once; returns
-    per worker its result, clock offset and delay, the common instant, when it started (its
-    clock, and this host's: ``start_here_ns``) and how late (``late_ns``, its own clock)."""
-    from distributed import Event, Variable, wait
+) -> Start:
+    """Runs ``fn(args[w], gate)`` (a :class:`Gate`) on every worker address ``w`` of ``args``
+    at once. Per worker: ``result`` (fn's return, None when it failed) or ``error`` (why:
+    its exception, or the worker gone), its clock ``offset_ns`` and ``delay_ns``, the common
+    ``instant_ns`` (this host's clock), ``target_ns`` and ``start_ns`` (its clock),
+    ``start_here_ns`` (its start in this host's clock) and ``late_ns``.
+
+    A worker that fails before it is ready calls the start off: the others are released
+    without running and :class:`SourceUnavailableError` names the worker. One that fails
+    after the start is named in its entry; the others' results are kept. Ctrl-C while they
+    run asks every worker to stop and still gathers what they measured."""
+    from distributed import Event, Variable
 
     workers = list(args)
+    known = client.scheduler_info()["workers"]
+    names = {w: str(known.get(w, {}).get("name", w)) for w in workers}
     clocks = clock_offsets(client, workers)
     tag = uuid.uuid4().hex[:12]
-    names = (f"iowatt-ready-{tag}", f"iowatt-start-{tag}")
-    start = Variable(names[1], client=client)
-    ready_events = {w: Event(f"{names[0]}-{i}", client=client) for i, w in enumerate(workers)}
+    start = Variable(f"iowatt-start-{tag}", client=client)
+    stop = Event(f"iowatt-stop-{tag}", client=client)
+    ready_events = {w: Event(f"iowatt-ready-{tag}-{i}", client=client)
+                    for i, w in enumerate(workers)}  # fmt: skip
     futures = {
         w: client.submit(
             _pinned,
             fn,
             args[w],
-            (ready_events[w].name, names[1]),
-            clocks[w].offset_ns,
+            Gate((ready_events[w].name, start.name, stop.name), clocks[w].offset_ns),
             workers=[w],
             allow_other_workers=False,
             pure=False,
@@ -122,32 +229,37 @@ def start_together(
         )
         for i, w in enumerate(workers)
     }
-    ready: set[str] = set()
-    while len(ready) < len(workers):
-        failed = [w for w, f in futures.items() if f.status in ("error", "cancelled", "lost")]
-        if failed:
-            start.set(ABORT)
-            wait(list(futures.values()), timeout=READY_TIMEOUT_S)
-            w = failed[0]
-            reason = futures[w].exception() if futures[w].status == "error" else futures[w].status
-            name = client.scheduler_info()["workers"].get(w, {}).get("name", w)
-            raise SourceUnavailableError(
-                f"worker {name} ({w}) failed before the start: {reason}",
-                "the other workers were released without running",
-            )
-        # An event's wait returns False at its timeout (a queue's get would log an error).
-        ready |= {w for w, ev in ready_events.items() if w not in ready and ev.wait(0.05)}
+    tasks = _Tasks(client, futures, names)
+    try:
+        _wait_ready(tasks, ready_events, names)
+    except BaseException:
+        start.set(ABORT)  # the workers still preparing stop, and clean up before we go on
+        with contextlib.suppress(KeyboardInterrupt):
+            while not tasks.all_done():
+                time.sleep(POLL_S)
+                tasks.look()
+        raise
     lead_ns = int(LEAD_S * 1e9) + max(c.delay_ns for c in clocks.values())
     instant = time.time_ns() + lead_ns
     start.set(instant)
     note(f"{len(workers)} workers ready; starting together in {lead_ns / 1e6:.0f} ms")
-    out = {}
-    for w, f in futures.items():
-        r = f.result()
+    interrupted = False
+    while not tasks.all_done():
+        try:
+            time.sleep(POLL_S)
+            tasks.look()
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            note("stopping every worker (Ctrl-C again to give up on their results)")
+            stop.set()
+    hosts = {}
+    for w, r in tasks.done.items():
         c = clocks[w]
         begun = r.get("start_ns")
         # In this host's clock, so that workers' starts can be set against each other.
-        out[w] = {**r, "offset_ns": c.offset_ns, "delay_ns": c.delay_ns, "instant_ns": instant,
-                  "start_here_ns": begun - c.offset_ns if begun is not None else None,
-                  "late_ns": begun - r["target_ns"] if begun is not None else None}  # fmt: skip
-    return out
+        hosts[w] = {**r, "offset_ns": c.offset_ns, "delay_ns": c.delay_ns, "instant_ns": instant,
+                    "start_here_ns": begun - c.offset_ns if begun is not None else None,
+                    "late_ns": begun - r["target_ns"] if begun is not None else None}  # fmt: skip
+    return Start(hosts, interrupted)

@@ -38,7 +38,7 @@ from iowatt.warnings import Kind, RunWarning, WarningSink
 VIEWS = tuple(VIEW_FILES)
 LISTING = ".catalog.dirs"
 # The catalog's own layout: a catalog of another format is rebuilt from the run directories.
-FORMAT = "6"
+FORMAT = "7"
 
 _SCHEMA_SQL = """
 CREATE TABLE runs (

@@ -35,6 +35,9 @@ VIEW_FILES = {
     "tasks_sim": "tasks_sim.parquet",
     "tasks": "tasks.parquet",
     "utilisation": "utilisation.parquet",
+    "hosts": "hosts.parquet",
+    "host_intervals": "host_intervals.parquet",
+    "host_latency": "host_latency.parquet",
 }
 _INT64 = 2**63
 EPOCH = datetime(1970, 1, 1)

@@ -213,6 +213,40 @@ SIM_EVENT_SCHEMA = pa.schema(
 )
 
 
+# A fleet run's hosts (docs/run-store.md, "fleet runs"): its merged workloads are in the bench
+# files above; each host's own seconds and histograms are these, with the host's name.
+HOST_INTERVAL_SCHEMA = pa.schema([INTERVAL_SCHEMA.field(0), ("host", pa.string()),
+                                  *list(INTERVAL_SCHEMA)[1:]])  # fmt: skip
+HOST_LATENCY_SCHEMA = pa.schema([LATENCY_SCHEMA.field(0), ("host", pa.string()),
+                                 *list(LATENCY_SCHEMA)[1:]])  # fmt: skip
+HOSTS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("host", pa.string()),
+        ("worker", pa.string()),  # its Dask address
+        ("target", pa.string()),
+        ("workload", pa.string()),
+        ("status", pa.string()),
+        ("reason", pa.string()),
+        ("ops", pa.int64()),
+        ("bytes", pa.int64()),
+        ("errors", pa.int64()),
+        ("runtime_s", pa.float64()),
+        ("ops_s", pa.float64()),
+        ("mib_s", pa.float64()),
+        ("p50_ns", pa.int64()),
+        ("p99_ns", pa.int64()),
+        ("p999_ns", pa.int64()),
+        ("max_ns", pa.int64()),
+        # Its clock against the driver's (worker − driver) and the round trip that measured it.
+        ("offset_ns", pa.int64()),
+        ("delay_ns", pa.int64()),
+        # When it started after the first host did (driver's clock), and after its own target.
+        ("start_skew_ns", pa.int64()),
+        ("late_ns", pa.int64()),
+        ("layout_s", pa.float64()),
+    ]
+)
 VIEW_SCHEMAS = {
     "intervals": INTERVAL_SCHEMA,
     "latency": LATENCY_SCHEMA,
@@ -225,6 +259,9 @@ VIEW_SCHEMAS = {
     "policies": POLICY_SCHEMA,
     "sim_series": SIM_SERIES_SCHEMA,
     "sim_events": SIM_EVENT_SCHEMA,
+    "hosts": HOSTS_SCHEMA,
+    "host_intervals": HOST_INTERVAL_SCHEMA,
+    "host_latency": HOST_LATENCY_SCHEMA,
 }
 
 
