@@ -96,12 +96,14 @@ def test_first_done_counts_every_host_until_the_first_finished():
 
 
 def test_a_host_slower_than_the_fleet_is_named_with_its_interval():
-    levels = host_levels({"a": [100, 101, 99, 100], "b": [100, 99, 101, 100],
-                          "c": [50, 51, 49, 50]})  # fmt: skip
+    levels = host_levels({"a": [100, 101, 99, 100, 100], "b": [100, 99, 101, 100, 100],
+                          "e": [100] * 6, "c": [50, 51, 49, 50, 50], "d": [50] * 4})  # fmt: skip
     by = {lv.host: lv for lv in levels}
     assert by["c"].verdict == "slower" and by["c"].pct == pytest.approx(-50.0)
     assert by["c"].ci_low <= by["c"].pct <= by["c"].ci_high < 0
     assert by["a"].verdict == by["b"].verdict == ""
+    # Four seconds are too few to call a host slower, however far off it is.
+    assert by["d"].pct == pytest.approx(-50.0) and by["d"].verdict == ""
 
 
 # ---- --hosts and per-host targets -------------------------------------------------------------
@@ -236,14 +238,19 @@ def test_a_throttled_host_is_named_slower_than_the_fleet(capsys, tmp_path, fleet
     control.write_text(f"{slow} 300\n")
     try:
         r = iowatt(capsys, "bench", "randomread", "--directio", "--cluster",
-                   fleet3.scheduler.address, *targets, "--runtime", "3s", "--filesize", "16m",
-                   "--no-report", "--results", tmp_path / "r")  # fmt: skip
+                   fleet3.scheduler.address, *targets, "--runtime", "6s", "--filesize", "16m",
+                   "--results", tmp_path / "r")  # fmt: skip
     finally:
         control.write_text(f"{slow} 0\n")
     assert r.code == 0, r.err
     line = next(x for x in r.out.splitlines() if x.strip().startswith("local-2"))
     assert "slower" in line
     assert not any("slower" in x for x in r.out.splitlines() if "local-0" in x or "local-1" in x)
+    # The report's hosts section marks it too, and draws each host's CDF.
+    (run,) = runs_in(tmp_path / "r")
+    html = (run / "report.html").read_text()
+    assert '<tr data-host="local-2" class="slower">' in html
+    assert html.count('<tr data-host="local-') == 3 and 'data-plot="host-latency-cdf"' in html
 
 
 class _Killer:

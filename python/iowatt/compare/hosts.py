@@ -4,7 +4,8 @@ Each host's sample is its per-second rates (its full seconds: a last, short one 
 its level is their median, with a bootstrap interval (:func:`iowatt.compare.stats.describe`).
 The fleet's level is the median of its hosts' medians — a host that is slow cannot drag the
 reference it is judged against much, as it could a mean. A host is *slower* when its whole
-interval lies below the fleet by more than the noise band, *faster* when above it.
+interval lies below the fleet by more than the noise band, *faster* when above it — given at
+least five full seconds: a bootstrap interval of fewer says little.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from iowatt.compare.stats import describe
 
 # Differences within ±2 % are noise on a quiet machine (the campaign's default band).
 NOISE_PCT = 2.0
+MIN_SECONDS = 5
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,9 @@ def host_levels(
 
         low, high = pct(d.ci_low), pct(d.ci_high)
         verdict = ""
-        if high < -noise_pct:
+        if d.n < MIN_SECONDS:
+            pass
+        elif high < -noise_pct:
             verdict = "slower"
         elif low > noise_pct:
             verdict = "faster"

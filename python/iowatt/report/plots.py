@@ -142,8 +142,9 @@ def _latency_axis(ax: Axes, decades: float) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def latency_cdf(lines: Sequence[Line]) -> str | None:
-    """The latency CDF of every series on a log latency axis."""
+def latency_cdf(lines: Sequence[Line], name: str = "cdf") -> str | None:
+    """The latency CDF of every series on a log latency axis (``name``: its ids' prefix,
+    unique on the page)."""
     lines = [line for line in lines if line.x.size]
     if not lines:
         return None
@@ -161,10 +162,10 @@ def latency_cdf(lines: Sequence[Line]) -> str | None:
     ax.set_ylabel("fraction of operations")
     ax.grid(alpha=0.3, which="major")
     _legend(fig, [line.style.label for line in lines])
-    return _to_svg(fig, "cdf")
+    return _to_svg(fig, name)
 
 
-def throughput_over_time(lines: Sequence[Line]) -> str | None:
+def throughput_over_time(lines: Sequence[Line], name: str = "timeline") -> str | None:
     """ops/s of every series per interval of the measured phase."""
     lines = [line for line in lines if line.x.size]
     if not lines:
@@ -179,7 +180,7 @@ def throughput_over_time(lines: Sequence[Line]) -> str | None:
     ax.set_ylabel("ops/s")
     ax.grid(alpha=0.3)
     _legend(fig, [line.style.label for line in lines])
-    return _to_svg(fig, "timeline")
+    return _to_svg(fig, name)
 
 
 def _draw(ax: Axes, line: Line, marker: str | None = None) -> None:

@@ -20,6 +20,7 @@ from iowatt.report.context import (
     workload_row,
 )
 from iowatt.report.flowops import flowop_tables
+from iowatt.report.hosts import host_views
 from iowatt.report.load import load_run
 from iowatt.report.replay import replay_view
 from iowatt.report.series import code_spans, consecutive_runs
@@ -92,6 +93,7 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     thresholds = report_thresholds(runs)
     html = _ENV.get_template("template.html").render(
         runs=[run_view(run) for run in runs],
+        hosts=host_views(runs),
         sweeps=sweep_views(runs),
         replay=replay_view(runs),
         # Sweep runs have no workloads; a report of sweeps only leaves the bench sections out.
