@@ -205,6 +205,15 @@ def test_a_fleet_run_keeps_every_host_and_merges_them_exactly(capsys, tmp_path, 
     with catalog(results) as con:
         rows = con.execute("SELECT host, ops FROM hosts ORDER BY host").fetchall()
     assert rows == [(h["host"], h["ops"]) for h in sorted(hosts, key=lambda h: h["host"])]
+    # compare groups a fleet's runs by host; results without a fleet run say so.
+    r = iowatt(capsys, "compare", "--by", "host", "--results", results, "--format", "json")
+    assert r.code == 0, r.err
+    groups = {cell["host"] for cell in json.loads(r.out)["cells"]}
+    assert groups == {"local-0", "local-1", "local-2"}
+    plain = tmp_path / "plain"
+    assert iowatt(capsys, "bench", "randomread", "--runtime", "0.2s", "--filesize", "1m",
+                  "--buffered", "--no-report", "--results", plain).code == 0  # fmt: skip
+    assert_user_error(iowatt(capsys, "compare", "--by", "host", "--results", plain), "fleet")
 
 
 @pytest.mark.slow

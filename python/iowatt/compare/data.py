@@ -33,6 +33,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "avg_w": ("average power", "W"),
 }
 NO_GROUP = "(none)"
+# `--by host`: the hosts of fleet runs, not a label.
+HOST = "host"
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,63 @@ class Rows:
 
 
 def load_rows(results: Path, filters: Filters, by: str, thresholds_ns: Sequence[int]) -> Rows:
-    """The selected runs' rows; a ConfigError when nothing matches."""
+    """The selected runs' rows; a ConfigError when nothing matches. ``by`` is a label, or
+    ``host``: the hosts of fleet runs (``iowatt bench --cluster``), one row per host."""
     where, params = _where(filters)
-    by_path = f"$.{by}"
-    sql = f"""
+    if by == HOST:
+        sql = _host_sql(where)
+    else:
+        sql, params = _label_sql(where), [f"$.{by}", *params]
+    with catalog(results) as con:
+        if by == HOST and not _has_view(con, "hosts"):
+            raise ConfigError(
+                f"--by host: no run in `{results}` ran on a fleet",
+                "--by host compares the hosts of runs made with `iowatt bench --cluster`",
+            )
+        con.execute(f"CREATE TEMP TABLE sel AS {sql}", params)
+        total = _scalar(con, "SELECT count(*) FROM sel")
+        if total == 0:
+            raise ConfigError(
+                f"no runs match ({filters.describe()}) in `{results}`",
+                "list runs with `iowatt runs`; incomplete runs need --include-incomplete",
+            )
+        unlabelled = _scalar(con, "SELECT count(DISTINCT run_id) FROM sel WHERE grp IS NULL")
+        con.execute("DELETE FROM sel WHERE grp IS NULL")
+        if _scalar(con, "SELECT count(*) FROM sel") == 0:
+            raise ConfigError(
+                f"none of the {total} matching rows has a `{by}` label",
+                f"label runs with --label {by}=NAME, or compare --by another label",
+            )
+        cols = con.execute("SELECT * FROM sel").fetchnumpy()
+        total_ops, above = _tails(con, thresholds_ns, len(cols["run_id"]), by == HOST)
+    return Rows(
+        run_id=np.asarray(cols["run_id"], dtype=object),
+        started_ns=np.asarray(cols["started_ns"], dtype=np.int64),
+        group=np.asarray(cols["grp"], dtype=object),
+        workload=np.asarray(cols["workload"], dtype=object),
+        metrics={m: _floats(cols[m]) for m in METRICS},
+        ops_total=total_ops,
+        ops_above=above,
+        thresholds_ns=tuple(thresholds_ns),
+        unlabelled=unlabelled,
+    )
+
+
+def _host_sql(where: list[str]) -> str:
+    """Each host of each fleet run that measured it, as a row grouped by its host."""
+    return f"""
+        SELECT r.run_id, epoch_us(r.started) * 1000 AS started_ns, w.host AS grp, w.workload,
+               w.ops_s, w.mib_s, w.p99_ns, NULL::BIGINT AS completion_p99_ns,
+               NULL::DOUBLE AS success_rate, NULL::DOUBLE AS service_s,
+               NULL::DOUBLE AS jobs_per_h, NULL::DOUBLE AS wh_per_job, NULL::DOUBLE AS avg_w
+        FROM runs r JOIN hosts w USING (run_id)
+        WHERE w.status = 'complete' AND {" AND ".join(where)}
+        ORDER BY w.workload, r.started, r.run_id, w.host
+    """
+
+
+def _label_sql(where: list[str]) -> str:
+    return f"""
         SELECT r.run_id, epoch_us(r.started) * 1000 AS started_ns,
                json_extract_string(r.labels, ?) AS grp, w.workload,
                w.ops_s, w.mib_s, w.p99_ns, p.completion_p99_ns, p.success_rate, w.service_s,
@@ -94,34 +149,6 @@ def load_rows(results: Path, filters: Filters, by: str, thresholds_ns: Sequence[
         WHERE {" AND ".join(where)}
         ORDER BY w.workload, r.started, r.run_id
     """
-    with catalog(results) as con:
-        con.execute(f"CREATE TEMP TABLE sel AS {sql}", [by_path, *params])
-        total = _scalar(con, "SELECT count(*) FROM sel")
-        if total == 0:
-            raise ConfigError(
-                f"no runs match ({filters.describe()}) in `{results}`",
-                "list runs with `iowatt runs`; incomplete runs need --include-incomplete",
-            )
-        unlabelled = _scalar(con, "SELECT count(DISTINCT run_id) FROM sel WHERE grp IS NULL")
-        con.execute("DELETE FROM sel WHERE grp IS NULL")
-        if _scalar(con, "SELECT count(*) FROM sel") == 0:
-            raise ConfigError(
-                f"none of the {total} matching rows has a `{by}` label",
-                f"label runs with --label {by}=NAME, or compare --by another label",
-            )
-        cols = con.execute("SELECT * FROM sel").fetchnumpy()
-        total_ops, above = _tails(con, thresholds_ns, len(cols["run_id"]))
-    return Rows(
-        run_id=np.asarray(cols["run_id"], dtype=object),
-        started_ns=np.asarray(cols["started_ns"], dtype=np.int64),
-        group=np.asarray(cols["grp"], dtype=object),
-        workload=np.asarray(cols["workload"], dtype=object),
-        metrics={m: _floats(cols[m]) for m in METRICS},
-        ops_total=total_ops,
-        ops_above=above,
-        thresholds_ns=tuple(thresholds_ns),
-        unlabelled=unlabelled,
-    )
 
 
 def _where(filters: Filters) -> tuple[list[str], list[object]]:
@@ -142,12 +169,14 @@ def _where(filters: Filters) -> tuple[list[str], list[object]]:
 
 
 def _tails(
-    con: duckdb.DuckDBPyConnection, thresholds_ns: Sequence[int], n: int
+    con: duckdb.DuckDBPyConnection, thresholds_ns: Sequence[int], n: int, hosts: bool
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Operations in each selected row's histogram and above each threshold (bucket value >
-    threshold, the engine's rule), aligned with ``sel``'s rows; zeros without a histogram."""
+    threshold, the engine's rule), aligned with ``sel``'s rows; zeros without a histogram.
+    Rows of hosts read each host's own histogram."""
     above = np.zeros((n, len(thresholds_ns)), dtype=np.int64)
-    if not _has_view(con, "latency"):
+    view, host, key = ("host_latency", "l.host AS grp, ", ", grp") if hosts else ("latency", "", "")
+    if not _has_view(con, view):
         return np.zeros(n, dtype=np.int64), above
     counts = ", ".join(
         f"coalesce(sum(l.count) FILTER (WHERE l.value_ns > {int(t)}), 0) AS a{i}"
@@ -155,13 +184,14 @@ def _tails(
     )
     sql = f"""
         WITH t AS (
-            SELECT l.run_id, l.workload, sum(l.count) AS total{", " + counts if counts else ""}
-            FROM latency l SEMI JOIN (SELECT DISTINCT run_id FROM sel) s USING (run_id)
+            SELECT l.run_id, {host}l.workload,
+                   sum(l.count) AS total{", " + counts if counts else ""}
+            FROM {view} l SEMI JOIN (SELECT DISTINCT run_id FROM sel) s USING (run_id)
             WHERE l.flowop IS NULL GROUP BY ALL)
         SELECT coalesce(t.total, 0) AS total
                {"".join(f", coalesce(t.a{i}, 0) AS a{i}" for i in range(len(thresholds_ns)))}
-        FROM sel LEFT JOIN t USING (run_id, workload)
-        ORDER BY sel.workload, sel.started_ns, sel.run_id
+        FROM sel LEFT JOIN t USING (run_id, workload{key})
+        ORDER BY sel.workload, sel.started_ns, sel.run_id, sel.grp
     """
     cols = con.execute(sql).fetchnumpy()
     for i in range(len(thresholds_ns)):
