@@ -29,6 +29,8 @@ def _sorted_buckets(
     weights = np.asarray(counts, dtype=np.int64)
     if values.shape != weights.shape:
         raise ValueError(f"{values.size} values but {weights.size} counts")
+    if values.size < 2 or bool(np.all(values[1:] >= values[:-1])):
+        return values, weights  # as the engine and the store hand them over
     order = np.argsort(values, kind="stable")
     return values[order], weights[order]
 
@@ -39,14 +41,27 @@ def percentile(
     p: float,
 ) -> int:
     """Percentile ``p`` (0 to 100) of a bucketed histogram, in ns; 0 for an empty histogram."""
+    return percentiles(values_ns, counts, (p,))[0]
+
+
+def percentiles(
+    values_ns: Sequence[int] | npt.NDArray[np.int64],
+    counts: Sequence[int] | npt.NDArray[np.int64],
+    ps: Sequence[float],
+) -> list[int]:
+    """:func:`percentile` for each of ``ps``, the histogram sorted once."""
     values, weights = _sorted_buckets(values_ns, counts)
     total = int(weights.sum())
     if total == 0:
-        return 0
-    rank = max(math.ceil((p / 100.0) * float(total)), 1)
-    index = int(np.searchsorted(np.cumsum(weights), rank, side="left"))
-    # A rank beyond the total (p > 100) clamps to the largest bucket, as the engine does.
-    return int(values[min(index, values.size - 1)])
+        return [0] * len(ps)
+    cumulative = np.cumsum(weights)
+    out = []
+    for p in ps:
+        rank = max(math.ceil((p / 100.0) * float(total)), 1)
+        index = int(np.searchsorted(cumulative, rank, side="left"))
+        # A rank beyond the total (p > 100) clamps to the largest bucket, as the engine does.
+        out.append(int(values[min(index, values.size - 1)]))
+    return out
 
 
 def cdf(
@@ -66,13 +81,12 @@ def cdf(
 def latency_summary(hist: Mapping[str, Any]) -> dict[str, Any]:
     """summary.json's ``latency_ns`` of an engine histogram (``value_ns``, ``count``, and the
     exact ``min_ns``, ``mean_ns``, ``stdev_ns``, ``max_ns`` the engine keeps beside them)."""
-    values, counts = hist["value_ns"], hist["count"]
     out: dict[str, Any] = {
         "min": hist["min_ns"],
         "mean": hist["mean_ns"],
         "stdev": hist["stdev_ns"],
     }
-    for p in STANDARD_PERCENTILES:
-        out[f"p{p:g}"] = percentile(values, counts, p)
+    found = percentiles(hist["value_ns"], hist["count"], STANDARD_PERCENTILES)
+    out.update({f"p{p:g}": v for p, v in zip(STANDARD_PERCENTILES, found, strict=True)})
     out["max"] = hist["max_ns"]
     return out

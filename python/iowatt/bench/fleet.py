@@ -23,7 +23,7 @@ from iowatt.bench import filemacro
 from iowatt.bench.config import BenchConfig, Outcome, Reporter, SilentReporter, WorkloadConfig
 from iowatt.bench.execute import check_target
 from iowatt.bench.hosts import Fleet, HostRun
-from iowatt.bench.merge import done_rates, merge_results
+from iowatt.bench.merge import as_arrays, done_rates, merge_results
 from iowatt.bench.power import BenchPower
 from iowatt.bench.summary import workload_summary
 from iowatt.bench.write import write_run
@@ -170,7 +170,8 @@ def _outcome(
     for addr, o in start.hosts.items():
         name = fleet.hosts[addr]
         got = o["result"] or {}
-        r = HostRun(name, addr, fleet.targets[name], got.get("result"), o["error"],
+        result = as_arrays(got["result"]) if got.get("result") else None
+        r = HostRun(name, addr, fleet.targets[name], result, o["error"],
                     o["offset_ns"], o["delay_ns"], o["start_here_ns"], o["late_ns"],
                     got.get("layout_s"), got.get("facts"))  # fmt: skip
         if r.result is not None:
@@ -185,7 +186,7 @@ def _outcome(
     failure: IowattError | None = None
     if failed:
         f = failed[0]
-        why = f.error or (f.result or {}).get("reason") or "it did not complete"
+        why = f.error or (f.result["reason"] if f.result else None) or "it did not complete"
         more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
         failure = SourceUnavailableError(
             f"host {f.host} ({f.worker}) failed in `{wl.name}`: {why}{more}",

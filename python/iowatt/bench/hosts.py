@@ -8,7 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from iowatt.bench.summary import interval_table, latency_table
+from iowatt._engine import WorkloadResult
+from iowatt.bench.summary import histogram_parts, histogram_rows, interval_table, repeated
 from iowatt.fleet.spec import ClusterSpec
 from iowatt.store.schemas import HOST_INTERVAL_SCHEMA, HOST_LATENCY_SCHEMA, HOSTS_SCHEMA
 from iowatt.store.writer import RunWriter
@@ -21,7 +22,7 @@ class HostRun:
     host: str
     worker: str
     target: str | None
-    result: dict[str, Any] | None
+    result: WorkloadResult | None
     error: str | None
     offset_ns: int
     delay_ns: int
@@ -78,7 +79,10 @@ def _skew(r: HostRun, first: int | None) -> int | None:
 
 def write_tables(writer: RunWriter, fleet: Fleet) -> None:
     rows: dict[str, list[Any]] = {name: [] for name in HOSTS_SCHEMA.names}
-    intervals, latency = [], []
+    intervals: list[pa.Table] = []
+    seconds: list[tuple[str, int]] = []  # each host's rows of `intervals`
+    histograms: list[tuple[str, str | None, Any]] = []
+    owners: list[str] = []
     for wl, runs in fleet.runs.items():
         first = min((r.start_here_ns for r in runs if r.start_here_ns is not None), default=None)
         for r in runs:
@@ -99,16 +103,20 @@ def write_tables(writer: RunWriter, fleet: Fleet) -> None:
             for k, v in row.items():
                 rows[k].append(v)
             if r.result is not None:
-                intervals.append(_with_host(interval_table(writer.run_id, [r.result]), r.host))
-                latency.append(_with_host(latency_table(writer.run_id, [r.result]), r.host))
+                intervals.append(interval_table(writer.run_id, [r.result]))
+                seconds.append((r.host, intervals[-1].num_rows))
+                parts = histogram_parts([r.result])
+                histograms += parts
+                owners += [r.host] * len(parts)
     writer.write_table("hosts.parquet", pa.table(rows, schema=HOSTS_SCHEMA))
-    writer.write_table("host_intervals.parquet", _concat(intervals, HOST_INTERVAL_SCHEMA))
-    writer.write_table("host_latency.parquet", _concat(latency, HOST_LATENCY_SCHEMA))
-
-
-def _with_host(table: pa.Table, host: str) -> pa.Table:
-    return table.add_column(1, "host", pa.array([host] * table.num_rows, pa.string()))
-
-
-def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
-    return pa.concat_tables(tables).cast(schema) if tables else schema.empty_table()
+    host = repeated([h for h, _ in seconds], [n for _, n in seconds])
+    writer.write_table(
+        "host_intervals.parquet",
+        pa.concat_tables(intervals).add_column(1, "host", host).cast(HOST_INTERVAL_SCHEMA)
+        if intervals
+        else HOST_INTERVAL_SCHEMA.empty_table(),
+    )
+    writer.write_table(
+        "host_latency.parquet",
+        histogram_rows(writer.run_id, histograms, HOST_LATENCY_SCHEMA, host=owners),
+    )

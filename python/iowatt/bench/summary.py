@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from iowatt.histogram import latency_summary, percentile
+from iowatt.histogram import latency_summary, percentiles
 from iowatt.store.schemas import INTERVAL_SCHEMA, LATENCY_SCHEMA
 
 MIB = 1 << 20
@@ -32,6 +33,7 @@ def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
 
     flowops = {}
     for f in result["flowops"]:
+        p50, p99 = percentiles(f["value_ns"], f["count"], (50, 99))
         flowops[f["name"]] = {
             "kind": f.get("kind"),
             "io": f.get("io", True),
@@ -43,8 +45,8 @@ def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
             "mean_ns": f["mean_ns"],
             "min_ns": f["min_ns"],
             "max_ns": f["max_ns"],
-            "p50_ns": percentile(f["value_ns"], f["count"], 50),
-            "p99_ns": percentile(f["value_ns"], f["count"], 99),
+            "p50_ns": p50,
+            "p99_ns": p99,
         }
     return {
         "status": result["status"],
@@ -64,7 +66,7 @@ def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _fio_lat(hist: Mapping[str, Any]) -> dict[str, Any]:
-    n = sum(hist["count"])
+    n = int(np.sum(hist["count"]))
     return {
         "min": hist["min_ns"],
         "max": hist["max_ns"],
@@ -72,7 +74,12 @@ def _fio_lat(hist: Mapping[str, Any]) -> dict[str, Any]:
         "stddev": hist["stdev_ns"],
         "N": n,
         "percentile": {
-            f"{p:.6f}": percentile(hist["value_ns"], hist["count"], p) for p in FIO_PERCENTILES
+            f"{p:.6f}": v
+            for p, v in zip(
+                FIO_PERCENTILES,
+                percentiles(hist["value_ns"], hist["count"], FIO_PERCENTILES),
+                strict=True,
+            )
         },
     }
 
@@ -85,27 +92,41 @@ WRITES = ("write", "writewholefile", "appendfile", "appendfilerand", "aiowrite")
 
 def merged_histogram(flowops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One histogram of several flowops' (their buckets share the engine's bucket values)."""
-    counts: dict[int, int] = {}
-    for f in flowops:
-        for v, c in zip(f["value_ns"], f["count"], strict=True):
-            counts[v] = counts.get(v, 0) + c
-    used = [f for f in flowops if sum(f["count"])]
-    n = sum(sum(f["count"]) for f in used)
-    mean = sum(f["mean_ns"] * sum(f["count"]) for f in used) / n if n else 0.0
+    values, summed = _bucket_sums(flowops)
+    sizes = [int(np.sum(f["count"])) for f in flowops]
+    used = [(f, size) for f, size in zip(flowops, sizes, strict=True) if size]
+    n = sum(sizes)
+    mean = sum(f["mean_ns"] * size for f, size in used) / n if n else 0.0
     # Pooled: each part's own spread plus how far its mean is from the whole mean.
     var = (
-        sum(sum(f["count"]) * (f["stdev_ns"] ** 2 + (f["mean_ns"] - mean) ** 2) for f in used) / n
+        sum(size * (f["stdev_ns"] ** 2 + (f["mean_ns"] - mean) ** 2) for f, size in used) / n
         if n
         else 0.0
     )
     return {
-        "value_ns": sorted(counts),
-        "count": [counts[v] for v in sorted(counts)],
-        "min_ns": min((f["min_ns"] for f in used), default=0),
-        "max_ns": max((f["max_ns"] for f in used), default=0),
+        "value_ns": values,
+        "count": summed,
+        "min_ns": min((f["min_ns"] for f, _ in used), default=0),
+        "max_ns": max((f["max_ns"] for f, _ in used), default=0),
         "mean_ns": mean,
         "stdev_ns": var**0.5,
     }
+
+
+def _bucket_sums(hists: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int]]:
+    """Every bucket value of the histograms, sorted, and its count summed over them. Each
+    histogram comes sorted, so a stable sort (Timsort) of them end to end only merges runs: a
+    thousand hosts' histograms merge in a fraction of a second."""
+    if not hists:
+        return [], []
+    values = np.concatenate([np.asarray(h["value_ns"], dtype=np.int64) for h in hists])
+    counts = np.concatenate([np.asarray(h["count"], dtype=np.int64) for h in hists])
+    order = np.argsort(values, kind="stable")
+    values, counts = values[order], counts[order]
+    if not values.size:
+        return [], []
+    starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+    return values[starts].tolist(), np.add.reduceat(counts, starts).tolist()
 
 
 def _fio_dir(flowops: Sequence[Mapping[str, Any]], secs: float) -> dict[str, Any]:
@@ -167,18 +188,49 @@ def interval_table(run_id: str, results: Sequence[Mapping[str, Any]]) -> pa.Tabl
 
 
 def latency_table(run_id: str, results: Sequence[Mapping[str, Any]]) -> pa.Table:
-    cols: dict[str, list[Any]] = {name: [] for name in LATENCY_SCHEMA.names}
+    """Each workload's histogram (flowop null) and each flowop's, one row per bucket."""
+    return histogram_rows(run_id, histogram_parts(results), LATENCY_SCHEMA)
 
-    def add(workload: str, flowop: str | None, hist: Mapping[str, Any]) -> None:
-        n = len(hist["value_ns"])
-        cols["run_id"] += [run_id] * n
-        cols["workload"] += [workload] * n
-        cols["flowop"] += [flowop] * n
-        cols["value_ns"] += hist["value_ns"]
-        cols["count"] += hist["count"]
 
+def histogram_parts(
+    results: Sequence[Mapping[str, Any]],
+) -> list[tuple[str, str | None, Mapping[str, Any]]]:
+    """(workload, flowop or None, histogram) of every histogram of the results."""
+    parts: list[tuple[str, str | None, Mapping[str, Any]]] = []
     for r in results:
-        add(r["name"], None, r["histogram"])
-        for f in r["flowops"]:
-            add(r["name"], f["name"], f)
-    return pa.table(cols, schema=LATENCY_SCHEMA)
+        parts.append((r["name"], None, r["histogram"]))
+        parts += [(r["name"], f["name"], f) for f in r["flowops"]]
+    return parts
+
+
+def histogram_rows(
+    run_id: str,
+    parts: Sequence[tuple[str, str | None, Mapping[str, Any]]],
+    schema: pa.Schema,
+    **labels: Sequence[str],
+) -> pa.Table:
+    """latency.parquet's rows of these histograms; ``labels`` adds a column per keyword, one
+    value per part (a fleet run's ``host``)."""
+    lengths = [len(h["value_ns"]) for _, _, h in parts]
+    columns = {
+        "run_id": repeated([run_id], [sum(lengths)]),
+        "workload": repeated([w for w, _, _ in parts], lengths),
+        "flowop": repeated([f for _, f, _ in parts], lengths),
+        "value_ns": _ints([h["value_ns"] for _, _, h in parts]),
+        "count": _ints([h["count"] for _, _, h in parts]),
+        **{k: repeated(v, lengths) for k, v in labels.items()},
+    }
+    return pa.table({name: columns[name] for name in schema.names}, schema=schema)
+
+
+def repeated(labels: Sequence[str | None], lengths: Sequence[int]) -> pa.Array:
+    """A text column holding each label ``lengths[i]`` times, built in Arrow (a thousand
+    hosts' histograms are millions of rows)."""
+    index = np.repeat(np.arange(len(labels), dtype=np.int32), lengths)
+    return pa.DictionaryArray.from_arrays(index, pa.array(labels, pa.string())).cast(pa.string())
+
+
+def _ints(columns: Sequence[Sequence[int]]) -> pa.Array:
+    if not columns:
+        return pa.array([], pa.int64())
+    return pa.array(np.concatenate([np.asarray(c, dtype=np.int64) for c in columns]))

@@ -140,7 +140,13 @@ def _wait_ready(tasks: _Tasks, events: Mapping[str, Any], names: Mapping[str, st
                 f"worker {names[w]} ({w}) failed before the start: {why}",
                 "the other workers were released without running",
             )
-        ready |= {w for w, ev in events.items() if w not in ready and ev.is_set()}
+        # Each look is a round trip to the scheduler: stop at the first worker not ready yet,
+        # so a thousand workers cost one look per poll, not a thousand.
+        for w, ev in events.items():
+            if w not in ready:
+                if not ev.is_set():
+                    break
+                ready.add(w)
         time.sleep(POLL_S)
 
 
