@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -287,13 +290,14 @@ def test_a_host_that_dies_is_named_and_the_others_are_kept(tmp_path):
 
     config = plan("randomread", Options(runtime="3s", filesize="8m", directio=False),
                   results=tmp_path / "r", report=False)  # fmt: skip
+    (tmp_path / "t").mkdir()
     with connect(parse("local:3"), 1) as client:
         pids = client.run(os.getpid)
         victim = next(a for a, w in client.scheduler_info()["workers"].items()
                       if w["name"] == "local-1")  # fmt: skip
         spec = parse(client.scheduler.address)
         with pytest.raises(SourceUnavailableError) as e:
-            run_fleet(config, spec, None, Targets(), _Killer(pids[victim]))
+            run_fleet(config, spec, None, Targets(tmp_path / "t"), _Killer(pids[victim]))
     assert "local-1" in e.value.message and "left the cluster" in e.value.message
     (run,) = runs_in(tmp_path / "r")
     s = _summary(run)
@@ -302,3 +306,30 @@ def test_a_host_that_dies_is_named_and_the_others_are_kept(tmp_path):
     assert hosts["local-1"]["status"] == "failed" and hosts["local-1"]["ops"] is None
     assert hosts["local-0"]["ops"] > 0 and hosts["local-2"]["ops"] > 0
     assert s["workloads"]["randomread"]["ops"] == hosts["local-0"]["ops"] + hosts["local-2"]["ops"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_the_terminal_stops_every_host_and_keeps_what_they_measured(tmp_path):
+    # A terminal's Ctrl-C goes to the whole process group: Dask's worker processes too.
+    (tmp_path / "t").mkdir()
+    cmd = ["iowatt", "bench", "randomread", "--buffered", "--runtime", "60s", "--filesize", "8m",
+           "--cluster", "local:2", "--target", str(tmp_path / "t"), "--results",
+           str(tmp_path / "r"), "--no-report"]  # fmt: skip
+    with subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True) as p:
+        assert p.stderr is not None
+        lead = next(
+            m for line in p.stderr if (m := re.search(r"starting together in (\d+) ms", line))
+        )
+        # The hosts measure from the instant announced: interrupt once it has passed.
+        time.sleep(int(lead[1]) / 1000 + 0.2)
+        os.killpg(p.pid, signal.SIGINT)
+        err = p.stderr.read()
+        assert p.wait(timeout=120) == 130, err
+    assert "Traceback" not in err and "error: interrupted" in err
+    (run,) = runs_in(tmp_path / "r")
+    s = _summary(run)
+    assert s["status"] == "incomplete"
+    for host in ("local-0", "local-1"):
+        mine = s["hosts"][host]["workloads"]["randomread"]
+        assert mine["status"] == "cancelled" and mine["ops"] > 0
+    assert os.listdir(tmp_path / "t") == []

@@ -7,6 +7,8 @@ down when the block ends.
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -33,6 +35,22 @@ def _local_cluster(n: int, threads: int) -> Any:
                     dashboard_address=":0", silence_logs=logging.WARNING)  # fmt: skip
     cluster.scale(n)
     return cluster
+
+
+@contextmanager
+def _sigint_ignored(local: bool) -> Iterator[None]:
+    """While a LocalCluster starts its worker processes, SIGINT ignored: they inherit that (an
+    ignored signal stays ignored across exec, and Python then installs no handler of its own),
+    so a Ctrl-C in the terminal reaches iowatt alone — which then stops every host's engine and
+    writes what they measured — instead of killing the workers with their results."""
+    if not local or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ssh_cluster(spec: ClusterSpec, threads: int) -> Any:
@@ -101,16 +119,17 @@ def connect(
             if spec.kind == "address":
                 client = stack.enter_context(Client(spec.address, timeout="10s"))
             else:
-                if spec.kind == "local":
-                    cluster = _local_cluster(spec.workers or 1, threads)
-                elif spec.kind == "ssh":
-                    cluster = _ssh_cluster(spec, threads)
-                else:
-                    cluster = job_cluster(spec, threads)
-                    cluster.scale(jobs=spec.workers)
-                stack.enter_context(cluster)
-                client = stack.enter_context(Client(cluster))
-                client.wait_for_workers(spec.workers or 1, timeout=JOIN_S[spec.kind])
+                with _sigint_ignored(spec.kind == "local"):
+                    if spec.kind == "local":
+                        cluster = _local_cluster(spec.workers or 1, threads)
+                    elif spec.kind == "ssh":
+                        cluster = _ssh_cluster(spec, threads)
+                    else:
+                        cluster = job_cluster(spec, threads)
+                        cluster.scale(jobs=spec.workers)
+                    stack.enter_context(cluster)
+                    client = stack.enter_context(Client(cluster))
+                    client.wait_for_workers(spec.workers or 1, timeout=JOIN_S[spec.kind])
         except (OSError, TimeoutError, ValueError) as e:
             raise SourceUnavailableError(
                 f"--cluster `{spec.text}`: cannot start or reach it ({type(e).__name__}: {e})",
