@@ -136,6 +136,12 @@ def format_ns(ns: float) -> str:
     return f"{_three_digits(rounded)} ns"
 
 
+def format_offset(offset_ns: int, delay_ns: int) -> str:
+    """A clock offset with its uncertainty, half the round trip it was measured over:
+    ``+0.055 ± 0.528 ms``."""
+    return f"{offset_ns / 1e6:+.3f} ± {delay_ns / 2e6:.3f} ms"
+
+
 def format_duration(seconds: float) -> str:
     """A run or phase length: ``3 s``, ``2.5 s``, ``12 min 5 s``, ``2 h 3 min``."""
     if seconds < 60:

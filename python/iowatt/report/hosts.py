@@ -16,7 +16,7 @@ from iowatt.histogram import cdf
 from iowatt.report import plots
 from iowatt.report.load import Run
 from iowatt.report.plots import Line, Plot, series_style
-from iowatt.units import format_ns, format_rate
+from iowatt.units import format_ns, format_offset, format_rate
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _row(r: dict[str, Any]) -> HostRow:
         ns(r["p50_ns"]), ns(r["p99_ns"]), pct(r["pct"]),
         f"{pct(r['ci_low'])} … {pct(r['ci_high'])}" if r["ci_low"] is not None else "–",
         r["verdict"], ns(r["start_skew_ns"]),
-        f"{r['offset_ns'] / 1e6:+.3f} ± {r['delay_ns'] / 2e6:.3f} ms",
+        format_offset(r["offset_ns"], r["delay_ns"]),
         "complete" if ok else f"{r['status']}: {r['reason']}",
     )  # fmt: skip
 
