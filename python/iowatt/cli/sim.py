@@ -40,6 +40,72 @@ def stored(json_help: str, report: bool = True) -> Callable[[F], F]:
     return apply
 
 
+def grid_options(f: F) -> F:
+    """--grid and --cluster: the model's parameters over a grid, the points on Dask."""
+    f = click.option("--cluster", help="With --grid: where the points run (ADDRESS, local:N, "
+                     "FILE) [local: a process per core].")(f)  # fmt: skip
+    return click.option("--grid", "grids", multiple=True, metavar="KEY=A..B:STEP",
+                        help="Simulate each value of a model parameter (repeat: every "
+                        "combination), e.g. --grid fans.count=4..8:2.")(f)  # fmt: skip
+
+
+# Per simulator: what a grid's row is named by, and the figures its table shows.
+_GRID_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]]] = {
+    "server": (("workload", "policy"), (("speedup_vs_dlb", "speed-up", "pct"),
+               ("energy_saving_vs_dlb_total", "energy", "pct"), ("peak_temp_c", "peak °C", ".1f"))),
+    "raid": (("personality",), (("energy_saving_vs_raid0", "saving", "pct"),
+             ("latency_s_p99", "p99 s", ".3g"), ("success_rate", "success", "pct100"))),
+    "tasks": (("set", "disk", "per_core"), (("jobs_per_h", "jobs/h", ".1f"),
+              ("wh_per_job", "Wh/job", ".3f"), ("avg_w", "avg W", ".1f"))),
+}  # fmt: skip
+
+
+def _grid(
+    simulator: str,
+    plan: Any,
+    model: dict[str, Any],
+    fn: Callable[[Any, dict[str, Any]], list[dict[str, Any]]],
+    grids: tuple[str, ...],
+    cluster: str | None,
+    labels: tuple[str, ...],
+    as_json: bool,
+    quiet: bool = False,
+) -> None:
+    from iowatt.fleet.spec import parse
+    from iowatt.sim.grid import parse_grid
+    from iowatt.sim.grid_run import run_grid
+
+    axes = parse_grid(grids, model)
+    quietly = quiet or as_json
+    run_dir, rows = run_grid(
+        simulator, plan, model, axes, fn, cluster=parse(cluster) if cluster else None,
+        results=plan.results, labels=parse_labels(labels),
+        note=lambda m: None if quietly else click.echo(m, err=True),
+    )  # fmt: skip
+    if _shown_plainly(rows, run_dir, as_json, quiet):
+        return
+    names, figures = _GRID_COLUMNS[simulator]
+    keys = [a.key for a in axes]
+    click.echo("  ".join([*(f"{k:>14}" for k in keys), *(f"{n:<12}" for n in names),
+                          *(f"{label:>9}" for _, label, _ in figures)]))  # fmt: skip
+    for r in rows:
+        cells = [*(f"{r[k]:>14g}" for k in keys), *(f"{r.get(n, '–')!s:<12}" for n in names)]
+        if r["error"]:
+            click.echo("  ".join([*cells, f"failed: {r['error']}"]))
+            continue
+        for col, _, fmt in figures:
+            v = r.get(col)
+            if fmt == "pct":
+                cells.append(f"{pct_cell(None if v is None else 100 * v):>9}")
+            elif fmt == "pct100":
+                cells.append(f"{cell(None if v is None else 100 * v, '8.2f')}%")
+            else:
+                cells.append(f"{cell(v, '9' + fmt)}")
+        click.echo("  ".join(cells))
+    click.echo(f"grid of {len({r['point'] for r in rows})} points: run {run_dir.name} written "
+               f"to {run_dir}")  # fmt: skip
+
+
 def _shown_plainly(rows: list[dict[str, Any]], run_dir: Path, as_json: bool, quiet: bool) -> bool:
     """--json prints the rows, --quiet the run directory; True when one of them did."""
     if as_json:
@@ -79,6 +145,7 @@ ranges (`W1..W10`, `1,2,3`, `1..4`, `a..b:step`) work in --workloads, --policies
               help="Time series bin (simulated time).")  # fmt: skip
 @click.option("--focus", help="The workload whose time series the report draws [the first].")
 @click.option("--threads", type=int, help="Simulations at once [the machine's cores].")
+@grid_options
 @stored("Print the policy table as JSON.")
 def server(
     labels: tuple[str, ...],
@@ -87,14 +154,19 @@ def server(
     quiet: bool,
     as_json: bool,
     curve: tuple[str, ...],
+    grids: tuple[str, ...],
+    cluster: str | None,
     **opts: Any,
 ) -> None:
-    from iowatt.sim.server import plan, run
+    from iowatt.sim.server import grid_rows, plan, run
 
     store = results_dir(results)
     config = plan(
         curve=curve, results=store, labels=parse_labels(labels), report=not no_report, **opts
     )
+    if grids:
+        _grid("server", config, config.model, grid_rows, grids, cluster, labels, as_json, quiet)
+        return
     live = None if quiet or as_json else _Live()
     try:
         run_dir = run(config, live, note=lambda m: click.echo(f"note: {m}", err=True))
@@ -187,6 +259,7 @@ cycles per personality; the disk models and their sources are in docs/sim-raid.m
 @click.option("--cache", default="0", show_default=True, help="Page cache size, e.g. 1g.")
 @click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
 @click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
+@grid_options
 @stored("Print one object per personality.")
 def raid(
     trace: Path,
@@ -195,15 +268,21 @@ def raid(
     no_report: bool,
     quiet: bool,
     as_json: bool,
+    grids: tuple[str, ...],
+    cluster: str | None,
     **opts: Any,
 ) -> None:
-    from iowatt.sim.raid import plan, run
+    from iowatt.sim.raid import grid_model, grid_rows, plan, run
 
     filters = filters_from(opts)
     config = plan(
         trace, results=results_dir(results), labels=parse_labels(labels), report=not no_report,
         filters=filters, **opts,
     )  # fmt: skip
+    if grids:
+        model = grid_model(config)
+        _grid("raid", config, model, grid_rows, grids, cluster, labels, as_json, quiet)
+        return
     quietly = quiet or as_json
     run_dir = run(config, note=lambda m: None if quietly else click.echo(m, err=True))
     rows = read_summary(run_dir)["raid"]
@@ -252,6 +331,7 @@ model (--model overrides it) and each value's source.
 )
 @click.option("--save-model", type=click.Path(path_type=Path),
               help="With --validate: write the calibrated node as a --model file.")  # fmt: skip
+@grid_options
 @stored("One object per set, disk and k (with --validate: per run).", report=False)
 def tasks(
     set_ref: str | None,
@@ -260,6 +340,8 @@ def tasks(
     as_json: bool,
     validate_runs: str | None,
     save_model: Path | None,
+    grids: tuple[str, ...],
+    cluster: str | None,
     **opts: Any,
 ) -> None:
     if validate_runs is not None:
@@ -267,9 +349,12 @@ def tasks(
         return
     if set_ref is None:
         raise click.UsageError("give a SET (e.g. io,cpu,mixed), or --validate RUNS")
-    from iowatt.sim.tasks import plan, run
+    from iowatt.sim.tasks import grid_rows, plan, run
 
     config = plan(set_ref, results=results_dir(results), labels=parse_labels(labels), **opts)
+    if grids:
+        _grid("tasks", config, config.model, grid_rows, grids, cluster, labels, as_json)
+        return
     run_dir, rows = run(config)
     if as_json:
         click.echo(json.dumps(rows, indent=2))

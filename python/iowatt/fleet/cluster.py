@@ -114,6 +114,10 @@ def connect(
     from distributed import Client
 
     logging.getLogger("distributed").setLevel(logging.WARNING)
+    # A Ctrl-C that lands while the client waits on its event loop leaves that call's callback
+    # to fail as the cluster shuts down; tornado would print its traceback over iowatt's
+    # message. What iowatt needs to know arrives through the futures, not this log.
+    logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
     with ExitStack() as stack:
         try:
             if spec.kind == "address":

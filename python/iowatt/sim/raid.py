@@ -202,3 +202,23 @@ def _write(
 
         write_report([run_dir], run_dir / "report.html")
     return run_dir
+
+
+def grid_model(config: RaidPlan) -> dict[str, Any]:
+    """What a grid varies (``iowatt.sim.grid``): raid.toml's values, the disk model under
+    ``disk`` and the array's ``disks``."""
+    return {**config.params, "disk": config.model, "disks": config.disks}
+
+
+def grid_rows(config: RaidPlan, model: dict[str, Any]) -> list[dict[str, Any]]:
+    """One grid point: the plan under ``model`` (``grid_model``'s shape), per personality."""
+    from dataclasses import replace
+
+    from iowatt.sim import raid_tables as t
+
+    params = {k: v for k, v in model.items() if k not in ("disk", "disks")}
+    point = replace(config, params=params, model=model["disk"], disks=int(model["disks"]))
+    results, failure = simulate_all(point)
+    if failure is not None:
+        raise failure
+    return t.personality_table(results, t.run_rows("", results, point.timeout_s))

@@ -225,3 +225,14 @@ def _write(
 
         write_report([run_dir], run_dir / "report.html")
     return run_dir
+
+
+def grid_rows(config: ServerPlan, model: dict[str, Any]) -> list[dict[str, Any]]:
+    """One grid point (``iowatt.sim.grid``): the plan under ``model``, its policy table."""
+    from iowatt._engine import ServerSim, drive
+    from iowatt.sim import tables
+
+    # One thread each: the grid's points are what run in parallel.
+    engine = ServerSim({**config.engine_config(), "model": model, "threads": 1})
+    drive([engine])
+    return tables.policy_table(tables.per_run_rows("", engine.result()))

@@ -184,3 +184,10 @@ def run(plan: TasksPlan) -> tuple[Path, list[dict[str, Any]]]:
     table = pa.Table.from_pylist([{"run_id": writer.run_id, **r} for r in rows], TASKS_SIM_SCHEMA)
     writer.write_table("tasks_sim.parquet", table)
     return publish(writer), rows
+
+
+def grid_rows(plan: TasksPlan, model: dict[str, Any]) -> list[dict[str, Any]]:
+    """One grid point (``iowatt.sim.grid``): the plan under the node model ``model``."""
+    from dataclasses import replace
+
+    return simulate(replace(plan, model=model))

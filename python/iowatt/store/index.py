@@ -38,6 +38,7 @@ VIEW_FILES = {
     "hosts": "hosts.parquet",
     "host_intervals": "host_intervals.parquet",
     "host_latency": "host_latency.parquet",
+    "grid": "grid.parquet",
 }
 _INT64 = 2**63
 EPOCH = datetime(1970, 1, 1)

@@ -262,6 +262,9 @@ VIEW_SCHEMAS = {
     "hosts": HOSTS_SCHEMA,
     "host_intervals": HOST_INTERVAL_SCHEMA,
     "host_latency": HOST_LATENCY_SCHEMA,
+    # A simulator grid's rows: these columns, then the grid's keys and the simulator's figures
+    # (docs/run-store.md, "simulator grids").
+    "grid": pa.schema([("run_id", pa.string()), ("point", pa.int64()), ("error", pa.string())]),
 }
 
 
