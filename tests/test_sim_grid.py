@@ -5,7 +5,6 @@ the same bytes for the same grid, bad grids refused in one line."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
