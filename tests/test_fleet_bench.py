@@ -333,3 +333,22 @@ def test_ctrl_c_in_the_terminal_stops_every_host_and_keeps_what_they_measured(tm
         mine = s["hosts"][host]["workloads"]["randomread"]
         assert mine["status"] == "cancelled" and mine["ops"] > 0
     assert os.listdir(tmp_path / "t") == []
+
+
+@pytest.mark.needs_root
+@pytest.mark.slow
+def test_a_fleet_started_over_ssh_runs_on_each_worker(capsys, tmp_path):
+    from support.sshd import sshd_cluster
+
+    (tmp_path / "t").mkdir()
+    with sshd_cluster(tmp_path / "ssh", workers=2) as cluster:
+        r = iowatt(capsys, "bench", "randomread", "--buffered", "--cluster", cluster,
+                   "--target", tmp_path / "t", *QUICK, "--results", tmp_path / "r")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = runs_in(tmp_path / "r")
+    hosts = pq.read_table(run / "hosts.parquet").to_pylist()
+    # Two workers on one machine: called by its address, each with its port added.
+    assert len(hosts) == 2 and len({h["host"] for h in hosts}) == 2
+    assert all(h["status"] == "complete" and h["ops"] > 0 for h in hosts)
+    assert _summary(run)["workloads"]["randomread"]["ops"] == sum(h["ops"] for h in hosts)
+    assert os.listdir(tmp_path / "t") == []

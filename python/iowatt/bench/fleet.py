@@ -28,7 +28,7 @@ from iowatt.bench.power import BenchPower
 from iowatt.bench.summary import workload_summary
 from iowatt.bench.write import write_run
 from iowatt.errors import IowattError, RunInterrupted, SourceUnavailableError, TargetError
-from iowatt.fleet.hosts import Targets, pick
+from iowatt.fleet.hosts import Targets, file_safe, pick
 from iowatt.fleet.spec import ClusterSpec
 from iowatt.hostinfo import host_facts
 from iowatt.store.writer import MARKER, RunWriter, new_run_id
@@ -54,7 +54,8 @@ def on_host(job: HostJob, gate: Any) -> dict[str, Any] | None:
     scratch = None
     target = Path(job.target) if job.target else None
     if target is None:
-        scratch = target = Path(tempfile.gettempdir()) / f"iowatt-bench-{job.run_id}-{job.host}"
+        name = f"iowatt-bench-{job.run_id}-{file_safe(job.host)}"
+        scratch = target = Path(tempfile.gettempdir()) / name
         _mkdir_marked(scratch, job.run_id)
     workdir = None
     try:
@@ -62,7 +63,7 @@ def on_host(job: HostJob, gate: Any) -> dict[str, Any] | None:
         facts = host_facts(target)
         if not device:
             # Per host: hosts that share a file system (NFS) must not share files.
-            workdir = target / f"iowatt-{job.run_id}-{job.host}"
+            workdir = target / f"iowatt-{job.run_id}-{file_safe(job.host)}"
             _mkdir_marked(workdir, job.run_id)
         where = workdir or target
         wl = job.wl

@@ -2,8 +2,9 @@
 measures (``--target PATH`` for all, ``--target HOST=PATH`` for one).
 
 A worker is called by its Dask name when that is a word (``local-0``; a scheduler started by
-hand names workers with ``dask worker --name``), else by its machine's address (an ssh or batch
-cluster numbers its workers); two workers on one machine get the name's number added.
+hand names workers with ``dask worker --name``), else by its machine's address (an ssh cluster
+names its workers by their address, a batch one numbers them); two workers on one machine get
+their port added.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from iowatt.errors import ConfigError
 
+_WORD = re.compile(r"^[\w.\-]+$")
 # HOST=PATH: a host name has no slash, so `--target ./a=b` stays a path.
 _PER_HOST = re.compile(r"^([\w.\-:\[\]]+)=(.+)$")
 
@@ -52,7 +54,7 @@ def parse_targets(values: Sequence[str]) -> Targets:
 
 
 def host_names(workers: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """Worker address → the name results call it by (unique)."""
+    """Worker address → the name results call it by (unique, and fit for a file name)."""
 
     def machine(addr: str) -> str:
         return addr.split("://")[-1].rsplit(":", 1)[0]
@@ -60,11 +62,23 @@ def host_names(workers: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     names: dict[str, str] = {}
     for addr, info in workers.items():
         name = info.get("name")
-        names[addr] = name if isinstance(name, str) and not name.isdigit() else machine(addr)
+        # ssh clusters name workers by their address, batch ones by a number: neither says
+        # which machine in a word.
+        wordy = isinstance(name, str) and _WORD.match(name) and not name.isdigit()
+        names[addr] = name if wordy else machine(addr)
     seen: dict[str, int] = {}
     for n in names.values():
         seen[n] = seen.get(n, 0) + 1
-    return {a: n if seen[n] == 1 else f"{n}-{workers[a].get('name')}" for a, n in names.items()}
+    return {a: n if seen[n] == 1 else f"{n}-{_port(a)}" for a, n in names.items()}
+
+
+def file_safe(host: str) -> str:
+    """A host's name as part of a file name (an IPv6 address has colons and brackets)."""
+    return re.sub(r"[^\w.\-]", "_", host)
+
+
+def _port(addr: str) -> str:
+    return addr.rsplit(":", 1)[-1]
 
 
 def pick(
