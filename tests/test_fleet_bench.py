@@ -352,3 +352,37 @@ def test_a_fleet_started_over_ssh_runs_on_each_worker(capsys, tmp_path):
     assert all(h["status"] == "complete" and h["ops"] > 0 for h in hosts)
     assert _summary(run)["workloads"]["randomread"]["ops"] == sum(h["ops"] for h in hosts)
     assert os.listdir(tmp_path / "t") == []
+
+
+class _Recorder:
+    """A reporter that keeps every progress update."""
+
+    def __init__(self) -> None:
+        self.updates: list[dict[str, Any]] = []
+
+    def workload_started(self, wl: Any) -> None: ...
+    def workload_finished(self, wl: Any, summary: Any) -> None: ...
+    def note(self, message: str) -> None: ...
+
+    def update(self, wl: Any, progress: Any) -> None:
+        self.updates.append(dict(progress))
+
+
+@pytest.mark.slow
+def test_a_fleet_bench_shows_the_hosts_progress_as_one(tmp_path, fleet3):
+    from iowatt.bench import Options, plan
+    from iowatt.bench.fleet import run_fleet
+    from iowatt.fleet.spec import parse
+
+    config = plan("randomread", Options(runtime="3s", filesize="8m", directio=False),
+                  results=tmp_path / "r", report=False)  # fmt: skip
+    (tmp_path / "t").mkdir()
+    recorder = _Recorder()
+    run = run_fleet(config, parse(fleet3.scheduler.address), None, Targets(tmp_path / "t"),
+                    recorder)  # fmt: skip
+    measuring = [u for u in recorder.updates if u["phase"] == "measuring"]
+    assert measuring and measuring[-1]["ops"] > 0
+    ops = [u["ops"] for u in measuring]
+    assert ops == sorted(ops)  # the hosts' counts only grow
+    # What the last update showed is at most what the run stored.
+    assert ops[-1] <= _summary(run)["workloads"]["randomread"]["ops"]

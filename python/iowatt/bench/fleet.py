@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,8 @@ def on_host(job: HostJob, gate: Any) -> dict[str, Any] | None:
         engine.hold()
         laying_out = time.monotonic()
         engine.start()
-        while engine.progress()["phase"] != "ready":
+        while (progress := engine.progress())["phase"] != "ready":
+            gate.publish({**progress, "now_ns": time.monotonic_ns()})
             if engine.wait(0.01):
                 raise result_failure(engine.result())  # it ended laying out: no space, …
         layout_s = time.monotonic() - laying_out
@@ -85,6 +87,7 @@ def on_host(job: HostJob, gate: Any) -> dict[str, Any] | None:
             return None
         engine.release(instant)
         while not engine.wait(STOP_POLL_S):
+            gate.publish({**engine.progress(), "now_ns": time.monotonic_ns()})
             if gate.stopped():
                 engine.cancel()
         result = engine.result()
@@ -136,7 +139,7 @@ def run_fleet(
                 note(f"{wl.name}: laying out on {len(chosen)} hosts")
                 jobs = {a: HostJob(wl, h, fleet.targets[h], run_id, config.destroy_data)
                         for a, h in chosen.items()}  # fmt: skip
-                start = start_together(client, on_host, jobs, note)
+                start = start_together(client, on_host, jobs, note, _progress(wl, reporter))
                 outcome, failure = _outcome(wl, fleet, start, sink)
                 outcomes.append(outcome)
                 reporter.workload_finished(wl, outcome.summary)
@@ -159,6 +162,38 @@ def run_fleet(
     if failure is not None:
         raise failure
     return run_dir
+
+
+def _progress(wl: WorkloadConfig, reporter: Reporter) -> Callable[[dict[str, Any]], None]:
+    """The hosts' progress as one, for the reporter: laying out until every host is ready,
+    then their operations summed, timed from when the first host began measuring."""
+
+    def show(hosts: dict[str, Any]) -> None:
+        if not hosts:
+            return
+        parts = list(hosts.values())
+        laying_out = [p for p in parts if p["phase"] in ("preparing", "ready")]
+        merged: dict[str, Any] = {k: sum(p[k] for p in parts) for k in _SUMMED}
+        if laying_out and len(laying_out) == len(parts):
+            merged["phase"] = "preparing"
+        else:
+            merged["phase"] = "ramp" if any(p["phase"] == "ramp" for p in parts) else "measuring"
+        # Each host's monotonic clock is its own: the reporter times from its own clock.
+        merged["measure_start_ns"] = _first_measuring(parts)
+        merged["measure_end_ns"] = 0
+        reporter.update(wl, merged)  # type: ignore[arg-type]
+
+    return show
+
+
+_SUMMED = ("prepared_bytes", "prepare_total", "ops", "bytes", "errors")
+
+
+def _first_measuring(parts: list[dict[str, Any]]) -> int:
+    """When measuring began, on this host's monotonic clock: each host says how long ago it
+    began by its own clock, which is as good as the clocks' rates agree (well, over minutes)."""
+    ago = [p["now_ns"] - p["measure_start_ns"] for p in parts if p.get("measure_start_ns")]
+    return time.monotonic_ns() - max(ago, default=0)
 
 
 def _outcome(

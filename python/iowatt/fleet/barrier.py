@@ -35,8 +35,10 @@ ROUNDS = 8
 # How far ahead of "all ready" the start is set, beyond the slowest worker's round trip.
 LEAD_S = 0.05
 SPIN_S = 0.0002
-# How often the driver looks at the workers' tasks and the scheduler's member list.
+# How often the driver looks at the workers' tasks and the scheduler's member list, and how
+# often progress is published and read.
 POLL_S = 0.05
+PUBLISH_S = 0.5
 READY_TIMEOUT_S = 600.0
 ABORT = -1
 
@@ -79,8 +81,12 @@ class Gate:
     when the start is called off); ``stopped()`` says whether the command was stopped since
     (Ctrl-C), so the work can end early and still return what it measured."""
 
-    def __init__(self, names: tuple[str, str, str], offset_ns: int) -> None:
+    def __init__(
+        self, names: tuple[str, str, str], offset_ns: int, progress_key: list[str]
+    ) -> None:
         self._names = names
+        self._progress_key = progress_key
+        self._published = 0.0
         self._offset_ns = offset_ns
         self.target_ns: int | None = None
         # When the work really started, in this worker's clock (``ready`` sets it when it
@@ -108,6 +114,17 @@ class Gate:
 
         return bool(Event(self._names[2]).is_set())
 
+    def publish(self, progress: Mapping[str, Any]) -> None:
+        """Shows how far this worker is (the driver reads every worker's in one call), at most
+        every :data:`PUBLISH_S`."""
+        now = time.monotonic()
+        if now - self._published < PUBLISH_S:
+            return
+        self._published = now
+        from distributed import get_client
+
+        get_client().set_metadata(self._progress_key, dict(progress))
+
 
 def _pinned(fn: Callable[..., Any], args: Any, gate: Gate) -> dict[str, Any]:
     from distributed import get_worker
@@ -119,6 +136,10 @@ def _pinned(fn: Callable[..., Any], args: Any, gate: Gate) -> dict[str, Any]:
         result, error = None, str(getattr(e, "message", None) or f"{type(e).__name__}: {e}")
     return {"worker": worker, "result": result, "error": error, "target_ns": gate.target_ns,
             "start_ns": gate.start_ns}  # fmt: skip
+
+
+# Worker address → what it last published.
+OnProgress = Callable[[dict[str, Any]], None]
 
 
 @dataclass
@@ -155,13 +176,24 @@ class _Tasks:
     with its worker (a task pinned to a worker that died would wait for it for ever, so the
     scheduler's member list is read on every look)."""
 
-    def __init__(self, client: Any, futures: dict[str, Any], names: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        client: Any,
+        futures: dict[str, Any],
+        names: Mapping[str, str],
+        progress: tuple[list[str], OnProgress | None],
+    ) -> None:
         self._client = client
         self._futures = futures
         self._names = names
+        self._progress_key, self._on_progress = progress
+        self._read = 0.0
         self.done: dict[str, dict[str, Any]] = {}
 
     def look(self) -> None:
+        if self._on_progress is not None and time.monotonic() - self._read >= PUBLISH_S:
+            self._read = time.monotonic()
+            self._on_progress(self._client.get_metadata(self._progress_key, default={}))
         members = set(self._client.run_on_scheduler(_scheduler_workers))
         for w, f in self._futures.items():
             if w in self.done:
@@ -200,6 +232,7 @@ def start_together(
     fn: Callable[..., Any],
     args: Mapping[str, Any],
     note: Callable[[str], None] = lambda _: None,
+    on_progress: OnProgress | None = None,
 ) -> Start:
     """Runs ``fn(args[w], gate)`` (a :class:`Gate`) on every worker address ``w`` of ``args``
     at once. Per worker: ``result`` (fn's return, None when it failed) or ``error`` (why:
@@ -210,7 +243,8 @@ def start_together(
     A worker that fails before it is ready calls the start off: the others are released
     without running and :class:`SourceUnavailableError` names the worker. One that fails
     after the start is named in its entry; the others' results are kept. Ctrl-C while they
-    run asks every worker to stop and still gathers what they measured."""
+    run asks every worker to stop and still gathers what they measured. ``on_progress`` gets,
+    about every :data:`PUBLISH_S`, what each worker last published (``Gate.publish``)."""
     from distributed import Event, Variable
 
     workers = list(args)
@@ -218,6 +252,7 @@ def start_together(
     names = {w: str(known.get(w, {}).get("name", w)) for w in workers}
     clocks = clock_offsets(client, workers)
     tag = uuid.uuid4().hex[:12]
+    progress_key = ["iowatt-progress", tag]
     start = Variable(f"iowatt-start-{tag}", client=client)
     stop = Event(f"iowatt-stop-{tag}", client=client)
     ready_events = {w: Event(f"iowatt-ready-{tag}-{i}", client=client)
@@ -227,7 +262,11 @@ def start_together(
             _pinned,
             fn,
             args[w],
-            Gate((ready_events[w].name, start.name, stop.name), clocks[w].offset_ns),
+            Gate(
+                (ready_events[w].name, start.name, stop.name),
+                clocks[w].offset_ns,
+                [*progress_key, w],
+            ),
             workers=[w],
             allow_other_workers=False,
             pure=False,
@@ -235,7 +274,7 @@ def start_together(
         )
         for i, w in enumerate(workers)
     }
-    tasks = _Tasks(client, futures, names)
+    tasks = _Tasks(client, futures, names, (progress_key, on_progress))
     try:
         _wait_ready(tasks, ready_events, names)
     except BaseException:
@@ -268,4 +307,6 @@ def start_together(
         hosts[w] = {**r, "offset_ns": c.offset_ns, "delay_ns": c.delay_ns, "instant_ns": instant,
                     "start_here_ns": begun - c.offset_ns if begun is not None else None,
                     "late_ns": begun - r["target_ns"] if begun is not None else None}  # fmt: skip
+    if on_progress is not None:
+        client.set_metadata(progress_key, {})  # the scheduler keeps metadata until told
     return Start(hosts, interrupted)

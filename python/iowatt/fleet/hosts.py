@@ -64,8 +64,10 @@ def host_names(workers: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
         name = info.get("name")
         # ssh clusters name workers by their address, batch ones by a number: neither says
         # which machine in a word.
-        wordy = isinstance(name, str) and _WORD.match(name) and not name.isdigit()
-        names[addr] = name if wordy else machine(addr)
+        if isinstance(name, str) and _WORD.match(name) and not name.isdigit():
+            names[addr] = name
+        else:
+            names[addr] = machine(addr)
     seen: dict[str, int] = {}
     for n in names.values():
         seen[n] = seen.get(n, 0) + 1
