@@ -79,7 +79,8 @@ class Gate:
     """What the function run on each worker gets: ``ready()`` says this worker is prepared and
     blocks until every worker is, then returns the common start in this worker's clock (None
     when the start is called off); ``stopped()`` says whether the command was stopped since
-    (Ctrl-C), so the work can end early and still return what it measured."""
+    (Ctrl-C), so the work can end early and still return what it measured; ``publish()`` shows
+    the driver how far it is."""
 
     def __init__(
         self, names: tuple[str, str, str], offset_ns: int, progress_key: list[str]
