@@ -147,8 +147,8 @@ def test_a_host_that_is_not_there_is_named(hosts, targets, fragment):
 def test_fleet_options_without_a_cluster_are_one_line(capsys):
     assert_user_error(iowatt(capsys, "bench", "--hosts", "local-0"), "--hosts")
     assert_user_error(iowatt(capsys, "bench", "--target", "local-0=/x"), "local-0=/x")
-    r = iowatt(capsys, "bench", "--cluster", "local:2", "--repeat", "2")
-    assert_user_error(r, "--repeat")
+    r = iowatt(capsys, "bench", "--cluster", "local:2", "--power", "rapl")
+    assert_user_error(r, "--power")
 
 
 # ---- on a real LocalCluster -------------------------------------------------------------------
@@ -386,3 +386,19 @@ def test_a_fleet_bench_shows_the_hosts_progress_as_one(tmp_path, fleet3):
     assert ops == sorted(ops)  # the hosts' counts only grow
     # What the last update showed is at most what the run stored.
     assert ops[-1] <= _summary(run)["workloads"]["randomread"]["ops"]
+
+
+@pytest.mark.slow
+def test_a_repeated_fleet_bench_is_a_series_with_every_host_in_each_run(capsys, tmp_path, fleet3):
+    r = iowatt(capsys, "bench", "randomread", "--buffered", "--cluster", fleet3.scheduler.address,
+               "--runtime", "1s", "--filesize", "4m", "--repeat", "2", "--quiet",
+               "--results", tmp_path / "r")  # fmt: skip
+    assert r.code == 0, r.err
+    runs = runs_in(tmp_path / "r")
+    assert len(runs) == 2
+    for run in runs:
+        assert len(pq.read_table(run / "hosts.parquet")) == 3
+    labels = [json.loads((run / "manifest.json").read_text())["labels"] for run in runs]
+    assert (
+        sorted(x["rep"] for x in labels) == ["1", "2"] and len({x["series"] for x in labels}) == 1
+    )

@@ -519,10 +519,14 @@ def _command(
 
 
 def repeat(
-    config: BenchConfig, times: int, reporter: Callable[[int], Reporter]
+    config: BenchConfig,
+    times: int,
+    reporter: Callable[[int], Reporter],
+    runner: Callable[[BenchConfig, Reporter], Path] = bench_lib.run,
 ) -> tuple[str, list[Path]]:
     """``iowatt bench --repeat N``: the same bench N times, labelled ``series=<id> rep=<n>``
-    (repetition n runs with seed + n − 1); returns the series id and the run directories."""
+    (repetition n runs with seed + n − 1); returns the series id and the run directories.
+    ``runner`` runs one (a fleet's runs on every host: ``iowatt.bench.fleet.run_fleet``)."""
     if times < 1:
         raise ConfigError(f"--repeat `{times}` must be at least 1", "e.g. --repeat 10")
     series = new_run_id("series")
@@ -532,5 +536,5 @@ def repeat(
         one.seed = config.seed + rep - 1
         one.workloads = [replace(wl, seed=one.seed) for wl in config.workloads]
         one.report = False
-        runs.append(bench_lib.run(one, reporter(rep)))
+        runs.append(runner(one, reporter(rep)))
     return series, runs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -82,7 +83,7 @@ def bench(
     **opts: object,
 ) -> None:
     check_int(repeat, "--repeat", 1, MAX_RUNS, "--repeat 10")
-    fleet = _fleet_options(cluster, hosts, targets, repeat, power)
+    fleet = _fleet_options(cluster, hosts, targets, power)
     target = None if fleet else (Path(targets[0]) if targets else None)
     config = plan(
         workload,
@@ -105,16 +106,11 @@ def bench(
     if repeat != 1:
         # Repetition n runs with seed + n − 1, which the engine takes as a u64.
         check_int(config.seed, "--seed", 0, U64_MAX - repeat + 1, "--seed 42")
-        _repeat(config, repeat, quiet or as_json, as_json)
+        _repeat(config, repeat, quiet or as_json, as_json, _runner(fleet))
         return
     reporter = SilentReporter() if quiet or as_json else RichReporter()
     try:
-        if fleet:
-            from iowatt.bench.fleet import run_fleet
-
-            run_dir = run_fleet(config, *fleet, reporter)
-        else:
-            run_dir = run(config, reporter)
+        run_dir = _runner(fleet)(config, reporter)
     finally:
         if isinstance(reporter, RichReporter):
             reporter.close()
@@ -129,7 +125,19 @@ def bench(
             click.echo(f"report: {run_dir / 'report.html'}")
 
 
-def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool) -> None:
+Runner = Callable[[BenchConfig, Reporter], Path]
+
+
+def _runner(fleet: tuple[ClusterSpec, list[str] | None, Targets] | None) -> Runner:
+    """How one bench runs: here, or on every host of --cluster."""
+    if fleet is None:
+        return run
+    from iowatt.bench.fleet import run_fleet
+
+    return lambda config, reporter: run_fleet(config, *fleet, reporter)
+
+
+def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool, runner: Runner) -> None:
     """The quick form of a campaign: one environment, N runs, then the series' statistics."""
     from iowatt import campaign
 
@@ -145,7 +153,7 @@ def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool) -> None
         return bars[-1]
 
     try:
-        series, _ = campaign.repeat(config, times, reporter)
+        series, _ = campaign.repeat(config, times, reporter, runner)
     finally:
         for b in bars:
             b.close()
@@ -156,7 +164,6 @@ def _fleet_options(
     cluster: str | None,
     hosts: str | None,
     targets: tuple[str, ...],
-    repeat: int,
     power: tuple[str, ...],
 ) -> tuple[ClusterSpec, list[str] | None, Targets] | None:
     """--cluster's spec, --hosts and the per-host targets; None without --cluster."""
@@ -167,12 +174,11 @@ def _fleet_options(
             raise ConfigError(f"--target {targets[-1]}: one target per host needs --cluster",
                               "give one --target PATH, or add --cluster")  # fmt: skip
         return None
-    for name, given in (("--repeat", repeat != 1), ("--power", bool(power))):
-        if given:
-            raise ConfigError(
-                f"{name} is not supported with --cluster yet",
-                "run without it; for power, `iowatt power record` on each host",
-            )
+    if power:
+        raise ConfigError(
+            "--power is not supported with --cluster yet",
+            "record each host's power with `iowatt power record` there",
+        )
     names = [h.strip() for h in hosts.split(",") if h.strip()] if hosts is not None else None
     if names is not None and not names:
         raise ConfigError(f"--hosts `{hosts}` names no host", "e.g. --hosts local-0,local-2")
