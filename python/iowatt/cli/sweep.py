@@ -27,6 +27,9 @@ class LineReporter:
         hottest = f"; hottest {max(temps.values()):g} °C" if temps else ""
         click.echo(f"  {disks}{hottest}", err=True)
 
+    def note(self, message: str) -> None:
+        click.echo(message, err=True)
+
 
 @click.command()
 @click.option(
@@ -63,10 +66,10 @@ class LineReporter:
     "--disk",
     "disks",
     multiple=True,
-    metavar="PATH[=PROFILE]",
+    metavar="[HOST:]PATH[=PROFILE]",
     required=True,
     help="A disk under test (block device or directory); repeat for each. With "
-    "--driver emulated, its profile, e.g. /dev/loop3=hit-sata.",
+    "--driver emulated, its profile, e.g. /dev/loop3=hit-sata; with --cluster, its host first.",
 )
 @click.option(
     "--driver",
@@ -132,6 +135,7 @@ class LineReporter:
 @click.option(
     "--allow-boot-disk", is_flag=True, help="Allow a directory on the disk the system boots from."
 )
+@click.option("--cluster", help="Disks on many hosts (--disk HOST:PATH): ADDRESS, local:N, FILE.")
 @click.option("--seed", type=int, help="Seed for offsets and data.")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")

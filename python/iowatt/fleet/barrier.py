@@ -234,6 +234,7 @@ def start_together(
     args: Mapping[str, Any],
     note: Callable[[str], None] = lambda _: None,
     on_progress: OnProgress | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Start:
     """Runs ``fn(args[w], gate)`` (a :class:`Gate`) on every worker address ``w`` of ``args``
     at once. Per worker: ``result`` (fn's return, None when it failed) or ``error`` (why:
@@ -245,7 +246,9 @@ def start_together(
     without running and :class:`SourceUnavailableError` names the worker. One that fails
     after the start is named in its entry; the others' results are kept. Ctrl-C while they
     run asks every worker to stop and still gathers what they measured. ``on_progress`` gets,
-    about every :data:`PUBLISH_S`, what each worker last published (``Gate.publish``)."""
+    about every :data:`PUBLISH_S`, what each worker last published (``Gate.publish``); when
+    ``stop()`` says so (a sweep's watchdog tripped), the workers are asked to stop, as by
+    Ctrl-C."""
     from distributed import Event, Variable
 
     workers = list(args)
@@ -255,7 +258,7 @@ def start_together(
     tag = uuid.uuid4().hex[:12]
     progress_key = ["iowatt-progress", tag]
     start = Variable(f"iowatt-start-{tag}", client=client)
-    stop = Event(f"iowatt-stop-{tag}", client=client)
+    stopping = Event(f"iowatt-stop-{tag}", client=client)
     ready_events = {w: Event(f"iowatt-ready-{tag}-{i}", client=client)
                     for i, w in enumerate(workers)}  # fmt: skip
     futures = {
@@ -264,7 +267,7 @@ def start_together(
             fn,
             args[w],
             Gate(
-                (ready_events[w].name, start.name, stop.name),
+                (ready_events[w].name, start.name, stopping.name),
                 clocks[w].offset_ns,
                 [*progress_key, w],
             ),
@@ -294,12 +297,14 @@ def start_together(
         try:
             time.sleep(POLL_S)
             tasks.look()
+            if stop is not None and stop():
+                stopping.set()
         except KeyboardInterrupt:
             if interrupted:
                 raise
             interrupted = True
             note("stopping every worker (Ctrl-C again to give up on their results)")
-            stop.set()
+            stopping.set()
     hosts = {}
     for w, r in tasks.done.items():
         c = clocks[w]

@@ -113,6 +113,11 @@ class EmulatedDriver:
                 raise
             self._throttle = throttle
 
+    def adopt(self, pids: list[int]) -> None:
+        """Throttle these processes too: a local fleet's workers, where the generators run."""
+        with self._lock:
+            self._prepared().adopt(pids)
+
     def apply(self, value: float) -> None:
         with self._lock:
             if self._safe:

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.bench import limits as machine
-from iowatt.bench.config import MAX_IODEPTH
+from iowatt.bench.config import MAX_IODEPTH, WorkloadConfig
 from iowatt.errors import ConfigError, TargetError
+from iowatt.fleet.spec import ClusterSpec
+from iowatt.fleet.spec import parse as parse_cluster
 from iowatt.power.sources import SourceSpec, parse_source
 from iowatt.sweep.drivers import CmdDriver, Driver, ManualDriver, check_fills, check_template
 from iowatt.sweep.stimulus import Stimulus, check_range, make_stimulus, pass_values, step_values
@@ -50,6 +52,9 @@ class Disk:
     profile: str | None = None
     # A directory disk's own work directory, made by the sweep for the generator's file.
     workdir: Path | None = None
+    # On a fleet (--cluster): the host the disk is on, and its target facts read there.
+    host: str | None = None
+    facts: dict[str, Any] | None = None
 
     @property
     def target(self) -> Path:
@@ -84,6 +89,17 @@ class SweepConfig:
     labels: dict[str, str] = field(default_factory=dict)
     seed: int = 0
     report: bool = True
+    # --cluster: where the hosts of the disks are, and the options their checks need there.
+    fleet: Fleet | None = None
+
+    def workload(self, disk: Disk, settle_s: float, hold_s: float) -> WorkloadConfig:
+        """The generator of one disk for one step: random writes, O_DIRECT."""
+        g = self.generator
+        return WorkloadConfig(
+            name=disk.name, personality="randomwrite", iosize=g.iosize, filesize=disk.size,
+            nthreads=g.nthreads, directio=True, dsync=False, engine=g.engine, iodepth=g.iodepth,
+            runtime_s=hold_s, ramp_s=settle_s, rate=None, seed=self.seed,
+        )  # fmt: skip
 
     def describe(self) -> dict[str, Any]:
         """The manifest's ``config``."""
@@ -102,6 +118,7 @@ class SweepConfig:
                     "device": d.device,
                     "size": d.size,
                     "profile": d.profile,
+                    **({"host": d.host} if d.host else {}),
                 }
                 for d in self.disks
             ],
@@ -114,7 +131,16 @@ class SweepConfig:
             "sensors": [s.describe() for s in self.sensors],
             "sensor_hz": self.sensor_hz,
             "watchdog": self.limits.__dict__ if self.limits else None,
+            **({"cluster": self.fleet.cluster.describe()} if self.fleet else {}),
         }
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A sweep across hosts: the cluster, and the request each host checks its disks by."""
+
+    cluster: ClusterSpec
+    request: Request
 
 
 @dataclass
@@ -152,6 +178,7 @@ class Request:
     no_watchdog: bool = False
     destroy_data: bool = False
     allow_boot_disk: bool = False
+    cluster: str | None = None
 
 
 def plan(req: Request, results: Path, labels: dict[str, str], seed: int) -> SweepConfig:
@@ -165,7 +192,11 @@ def plan(req: Request, results: Path, labels: dict[str, str], seed: int) -> Swee
     settle_s = _positive_duration(req.settle, "--settle")
     hold_s = _positive_duration(req.hold, "--hold")
     generator = _generator(req)
-    disks = [_disk(text, req, generator) for text in req.disks]
+    fleet = Fleet(parse_cluster(req.cluster), req) if req.cluster is not None else None
+    if fleet is None:
+        disks = [check_disk(text, req, generator) for text in req.disks]
+    else:
+        disks = [_host_disk(text) for text in req.disks]
     if not disks:
         raise ConfigError("no disk to sweep", "add --disk /dev/sdX (repeat for every disk)")
     names = [d.name for d in disks]
@@ -175,8 +206,14 @@ def plan(req: Request, results: Path, labels: dict[str, str], seed: int) -> Swee
     if driver_name not in DRIVERS:
         raise ConfigError(f"unknown driver `{driver_name}`", f"drivers are: {', '.join(DRIVERS)}")
     _check_driver_options(driver_name, req, disks)
+    if fleet is not None and driver_name == "emulated" and fleet.cluster.kind != "local":
+        raise ConfigError(
+            f"the emulated driver throttles this machine's devices, not those of `{req.cluster}`",
+            "use --cluster local:N for a fleet of this machine's loop devices",
+        )
     driver = _driver(driver_name, stim, req, disks)
-    machine.check(_demand(generator, disks))
+    if fleet is None:  # a fleet's hosts are not this machine
+        machine.check(_demand(generator, disks))
     watch = None
     if stim.kind == "fan" and driver_name != "emulated" and not req.no_watchdog:
         watch = Limits(req.max_temp, _positive_duration(req.stale, "--stale"))
@@ -195,7 +232,23 @@ def plan(req: Request, results: Path, labels: dict[str, str], seed: int) -> Swee
         limits=watch,
         labels=labels,
         seed=seed,
+        fleet=fleet,
     )
+
+
+def _host_disk(text: str) -> Disk:
+    """``HOST:PATH[=PROFILE]`` of a sweep across hosts: the disk as named, checked on its host
+    when the sweep starts (``iowatt.sweep.fleet.resolve``)."""
+    host, sep, rest = text.partition(":")
+    if not sep or not host or "/" in host or not rest:
+        raise ConfigError(
+            f"--disk `{text}`: with --cluster, each disk names its host",
+            "e.g. --disk local-0:/dev/loop0 (HOST:PATH, the host as `iowatt bench --cluster` "
+            "names it)",
+        )
+    path_text, _, profile = rest.partition("=")
+    path = Path(path_text)
+    return Disk(f"{host}/{_disk_name(path)}", path, False, 0, profile or None, host=host)
 
 
 def _positive_duration(text: str, option: str) -> float:
@@ -254,7 +307,8 @@ def _demand(gen: Generator, disks: list[Disk]) -> machine.Demand:
     return machine.Demand("the sweep", parts, "use fewer --nthreads or a smaller --iodepth")
 
 
-def _disk(text: str, req: Request, gen: Generator) -> Disk:
+def check_disk(text: str, req: Request, gen: Generator) -> Disk:
+    """A disk checked where it is (on a fleet, run on its host): what the sweep writes to."""
     path_text, _, profile = text.partition("=")
     path = Path(path_text).expanduser()
     try:

@@ -10,6 +10,7 @@ error, an interrupt or a watchdog trip — and by the guardian if this process i
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -17,7 +18,6 @@ from typing import Any, Protocol
 
 from iowatt import __version__
 from iowatt._engine import WorkloadResult, WorkloadRun, drive, result_failure
-from iowatt.bench.config import WorkloadConfig
 from iowatt.bench.summary import workload_summary
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, SafetyStop
 from iowatt.hostinfo import host_facts, target_facts
@@ -25,6 +25,7 @@ from iowatt.interrupts import held
 from iowatt.power.recording import Recording
 from iowatt.power.sources import SourceSpec
 from iowatt.store.writer import RunWriter, new_run_id
+from iowatt.sweep import fleet
 from iowatt.sweep.guard import Guardian
 from iowatt.sweep.journal import Journal, finalize
 from iowatt.sweep.plan import Disk, SweepConfig
@@ -37,6 +38,7 @@ LAYOUT_S = 1.0  # a directory's file is laid out and written once before the fir
 class Reporter(Protocol):
     def step_started(self, pass_no: int, step: int, total: int, text: str) -> None: ...
     def step_finished(self, rows: list[dict[str, Any]], temps: dict[str, float]) -> None: ...
+    def note(self, message: str) -> None: ...
 
 
 class SilentReporter:
@@ -46,15 +48,30 @@ class SilentReporter:
     def step_finished(self, rows: list[dict[str, Any]], temps: dict[str, float]) -> None:
         pass
 
+    def note(self, message: str) -> None:
+        pass
+
 
 def run(
     config: SweepConfig, reporter: Reporter | None = None, sink: WarningSink | None = None
 ) -> Path:
     """Runs the sweep and commits its run; returns the run directory. The run is written
     whatever happens; the error that stopped it is raised after. Warnings go to ``sink`` (by
-    default stderr); the journal keeps them among the run's events."""
+    default stderr); the journal keeps them among the run's events. A sweep across hosts
+    (``config.fleet``) runs with its cluster up, its disks checked on their hosts first."""
     reporter = reporter or SilentReporter()
     sink = sink or WarningSink()
+    if config.fleet is None:
+        return _run(config, reporter, sink, None)
+    from iowatt.fleet.cluster import connect
+
+    with connect(config.fleet.cluster, 1, reporter.note) as client:
+        return _run(config, reporter, sink, fleet.connect_hosts(client, config))
+
+
+def _run(
+    config: SweepConfig, reporter: Reporter, sink: WarningSink, hosts: fleet.Hosts | None
+) -> Path:
     run_id = new_run_id("sweep")
     sources = _sources(config)
     rec = Recording(sources, config.sensor_hz) if sources else None
@@ -79,10 +96,16 @@ def run(
     crash: Exception | None = None
     try:
         config.driver.prepare()
+        if hosts is not None:
+            # The emulated driver's cgroup throttles the processes in it: the generators run
+            # in the workers' (a local cluster's, checked when planned).
+            adopt = getattr(config.driver, "adopt", None)
+            if adopt is not None:
+                adopt(list(hosts.client.run(os.getpid).values()))
         guardian.arm(config.driver.guard_plan())
         monitor.start()
-        workdirs = _layout(config, writer)
-        _steps(config, journal, monitor, reporter, t0)
+        workdirs = _layout(config, writer, hosts)
+        _steps(config, journal, monitor, reporter, t0, hosts)
     except KeyboardInterrupt:
         failure = RunInterrupted("interrupted")
     except IowattError as e:
@@ -91,7 +114,7 @@ def run(
         crash = e
     finally:
         with held() as pending:
-            failure = _finish(config, monitor, journal, workdirs, failure, sink)
+            failure = _finish(config, monitor, journal, workdirs, failure, sink, hosts)
             ended = failure is None and crash is None and not pending
             status = "complete" if ended else "incomplete"
             reason = _reason(failure, crash, pending)
@@ -140,7 +163,10 @@ def _plan(
         "seed": config.seed,
         "labels": config.labels,
         "config": config.describe(),
-        "host": {**host_facts(None), "disks": {d.name: target_facts(d.path) for d in config.disks}},
+        "host": {
+            **host_facts(None),
+            "disks": {d.name: d.facts or target_facts(d.path) for d in config.disks},
+        },
     }
     return {
         "manifest": manifest,
@@ -152,19 +178,12 @@ def _plan(
     }
 
 
-def _workload(config: SweepConfig, disk: Disk, settle_s: float, hold_s: float) -> WorkloadConfig:
-    g = config.generator
-    return WorkloadConfig(
-        name=disk.name, personality="randomwrite", iosize=g.iosize, filesize=disk.size,
-        nthreads=g.nthreads, directio=True, dsync=False, engine=g.engine, iodepth=g.iodepth,
-        runtime_s=hold_s, ramp_s=settle_s, rate=None, seed=config.seed,
-    )  # fmt: skip
-
-
-def _layout(config: SweepConfig, writer: RunWriter) -> list[Path]:
+def _layout(config: SweepConfig, writer: RunWriter, hosts: fleet.Hosts | None) -> list[Path]:
     """Each directory gets a work directory of iowatt's own (recorded first, for `runs
     --check`), its file laid out and written once, so the first step measures the disk rather
     than the file's creation."""
+    if hosts is not None:
+        return fleet.layout(hosts, config, writer.run_id, LAYOUT_S)
     workdirs = []
     for disk in config.disks:
         if not disk.device:
@@ -172,12 +191,17 @@ def _layout(config: SweepConfig, writer: RunWriter) -> list[Path]:
             workdirs.append(disk.workdir)
     if workdirs:
         warm = [d for d in config.disks if not d.device]
-        _generate(config, warm, 0.0, LAYOUT_S, None)
+        _generate(config, warm, 0.0, LAYOUT_S, None, None)
     return workdirs
 
 
 def _steps(
-    config: SweepConfig, journal: Journal, monitor: Monitor, reporter: Reporter, t0: int
+    config: SweepConfig,
+    journal: Journal,
+    monitor: Monitor,
+    reporter: Reporter,
+    t0: int,
+    hosts: fleet.Hosts | None,
 ) -> None:
     total = sum(len(values) for values in config.passes)
     done = 0
@@ -189,7 +213,9 @@ def _steps(
             _check(monitor)
             journal.event("stimulus", text)
             config.driver.apply(value)
-            results = _generate(config, config.disks, config.settle_s, config.hold_s, monitor)
+            results = _generate(
+                config, config.disks, config.settle_s, config.hold_s, monitor, hosts
+            )
             rows = [_row(config, r, pass_no, step, value, t0) for r in results]
             for row, result in zip(rows, results, strict=True):
                 journal.step(row, result)
@@ -218,15 +244,20 @@ def _generate(
     settle_s: float,
     hold_s: float,
     monitor: Monitor | None,
+    hosts: fleet.Hosts | None,
 ) -> list[WorkloadResult]:
     """Runs one generator per disk, all at once, for ``settle_s`` + ``hold_s``; returns each
     engine result. Stops them all on a watchdog trip, an interrupt or a failed disk."""
-    runs = [
-        WorkloadRun.fileio(_workload(config, d, settle_s, hold_s).engine_spec(d.target, d.device))
-        for d in disks
-    ]
-    drive(runs, stop=None if monitor is None else lambda: monitor.tripped is not None)
-    results = [r.result() for r in runs]
+    tripped = None if monitor is None else lambda: monitor.tripped is not None
+    if hosts is not None:
+        results = fleet.generate(hosts, config, disks, settle_s, hold_s, tripped, lambda _: None)
+    else:
+        runs = [
+            WorkloadRun.fileio(config.workload(d, settle_s, hold_s).engine_spec(d.target, d.device))
+            for d in disks
+        ]
+        drive(runs, stop=tripped)
+        results = [r.result() for r in runs]
     if monitor is not None:
         _check(monitor)
     for result in results:
@@ -263,6 +294,7 @@ def _finish(
     workdirs: list[Path],
     failure: IowattError | None,
     sink: WarningSink,
+    hosts: fleet.Hosts | None,
 ) -> IowattError | None:
     """Stops sensing, restores the stimulus and removes iowatt's files; returns the error that
     ended the sweep (the first one)."""
@@ -277,6 +309,9 @@ def _finish(
         failure = failure or e
     monitor.stop()
     journal.close()
-    for workdir in workdirs:
-        shutil.rmtree(workdir, ignore_errors=True)
+    if hosts is not None:
+        fleet.clean_up(hosts, config)
+    else:
+        for workdir in workdirs:
+            shutil.rmtree(workdir, ignore_errors=True)
     return failure

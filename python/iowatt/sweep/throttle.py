@@ -146,6 +146,12 @@ class Throttle:
         _write(self._path / "cgroup.procs", str(os.getpid()), "move this process into the cgroup")
         self._original = original
 
+    def adopt(self, pids: list[int]) -> None:
+        """Move other processes of this run (a local fleet's workers, which run the
+        generators) into the cgroup too; they leave with this process."""
+        for pid in pids:
+            _write(self._path / "cgroup.procs", str(pid), f"move process {pid} into the cgroup")
+
     def set_write_bps(self, devnum: int, bps: int | None) -> int:
         """Cap writes to the disk of block device ``devnum`` at ``bps`` bytes/s (``None``
         removes the cap). A partition is mapped to its disk, so the cap covers the whole disk;
