@@ -226,3 +226,32 @@ def test_bad_campaign_files_are_one_line_and_exit_2(
 
 def test_a_missing_campaign_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert_user_error(iowatt(capsys, "campaign", tmp_path / "nope.toml"), "nope.toml")
+
+
+@pytest.mark.slow
+def test_a_campaign_on_a_fleet_runs_each_bench_on_every_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow.parquet as pq
+
+    log = tmp_path / "log"
+    envs = _envs("quiet", "loud", extra=f'setup = "echo up $IOWATT_ENV >> {log}"\n')
+    text = 'name = "rack"\nrepetitions = 1\n' + SMALL + '[[workload]]\nrun = "randomread"\n' + envs
+    campaign = _file(tmp_path, text)
+    results, target = tmp_path / "results", tmp_path / "target"
+    target.mkdir()
+    r = iowatt(capsys, "campaign", campaign, "--cluster", "local:2", "--target", target,
+               "--results", results, "-q", "--no-report")  # fmt: skip
+    assert r.code == 0, r
+    # The environments' commands run here, once each, in the campaign's order.
+    assert log.read_text().splitlines() == ["up quiet", "up loud"]
+    runs = runs_in(results)
+    assert sorted(manifest(d)["labels"]["env"] for d in runs) == ["loud", "quiet"]
+    for d in runs:
+        hosts = pq.read_table(d / "hosts.parquet").to_pylist()
+        assert sorted(h["host"] for h in hosts) == ["local-0", "local-1"]
+        assert all(h["ops"] > 0 and h["target"] == str(target) for h in hosts)
+    assert os.listdir(target) == []
+    # The same file on one host measures something else: refused, not mixed in.
+    r = iowatt(capsys, "campaign", campaign, "--target", target, "--results", results)
+    assert_user_error(r, "campaign `rack`", "different plan")

@@ -100,6 +100,8 @@ class Campaign:
     seed: int = 1
     labels: dict[str, str] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
+    # --cluster: every run is a fleet run on these hosts (what the runs measure changes).
+    fleet: str | None = None
 
     @property
     def plan_id(self) -> str:
@@ -110,6 +112,7 @@ class Campaign:
             "envs": [[e.name, e.labels] for e in self.envs],
             "seed": self.seed,
             "target": str(self.target) if self.target else None,
+            **({"fleet": self.fleet} if self.fleet else {}),
         }
         blob = json.dumps(what, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
@@ -427,11 +430,17 @@ def finished_runs(campaign: Campaign, results: Path) -> dict[tuple[str, int, int
     return done
 
 
-def run(campaign: Campaign, results: Path, reporter: CampaignReporter) -> list[Path]:
+def run(
+    campaign: Campaign,
+    results: Path,
+    reporter: CampaignReporter,
+    runner: Callable[[BenchConfig, Reporter], Path] = bench_lib.run,
+) -> list[Path]:
     """Runs what is missing of the campaign; returns every finished run directory in order.
 
     Each run is committed as it ends, so an interruption keeps every finished run; the
-    environment that was set up is torn down on every exit.
+    environment that was set up is torn down on every exit. ``runner`` runs one bench (on a
+    fleet: ``iowatt.bench.fleet.run_fleet``, every host at once).
     """
     results.mkdir(parents=True, exist_ok=True)
     planned = schedule(campaign)
@@ -453,7 +462,7 @@ def run(campaign: Campaign, results: Path, reporter: CampaignReporter) -> list[P
             if campaign.drop_caches:
                 pagecache.drop()
             config = bench_config(campaign, p.entry_no, p.env, p.rep, results)
-            run_dir = bench_lib.run(config, reporter.run_started(p, len(planned)))
+            run_dir = runner(config, reporter.run_started(p, len(planned)))
             done[p.key] = run_dir
             reporter.run_finished(p, len(planned), run_dir)
     except KeyboardInterrupt:

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from iowatt.bench import Options, plan, run
+from iowatt.bench import Options, plan
 from iowatt.bench.config import MAX_RUNS, BenchConfig, Reporter, SilentReporter
 from iowatt.bench.fileio import PERSONALITIES, SUITES
 from iowatt.bench.filemacro import SUITE, messages
 from iowatt.cli.comparison import show_comparison
+from iowatt.cli.fleet_options import BenchRunner, bench_runner, fleet_options
 from iowatt.cli.hosts import show_hosts
 from iowatt.cli.progress import RichReporter
 from iowatt.cli.run_options import power_and_output
 from iowatt.errors import ConfigError
-from iowatt.fleet.hosts import Targets, parse_targets
-from iowatt.fleet.spec import ClusterSpec, parse
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import U64_MAX, check_int, parse_labels
 
@@ -83,7 +81,12 @@ def bench(
     **opts: object,
 ) -> None:
     check_int(repeat, "--repeat", 1, MAX_RUNS, "--repeat 10")
-    fleet = _fleet_options(cluster, hosts, targets, power)
+    fleet = fleet_options(cluster, hosts, targets)
+    if fleet and power:
+        raise ConfigError(
+            "--power is not supported with --cluster yet",
+            "record each host's power with `iowatt power record` there",
+        )
     target = None if fleet else (Path(targets[0]) if targets else None)
     config = plan(
         workload,
@@ -106,11 +109,11 @@ def bench(
     if repeat != 1:
         # Repetition n runs with seed + n − 1, which the engine takes as a u64.
         check_int(config.seed, "--seed", 0, U64_MAX - repeat + 1, "--seed 42")
-        _repeat(config, repeat, quiet or as_json, as_json, _runner(fleet))
+        _repeat(config, repeat, quiet or as_json, as_json, bench_runner(fleet))
         return
     reporter = SilentReporter() if quiet or as_json else RichReporter()
     try:
-        run_dir = _runner(fleet)(config, reporter)
+        run_dir = bench_runner(fleet)(config, reporter)
     finally:
         if isinstance(reporter, RichReporter):
             reporter.close()
@@ -125,19 +128,9 @@ def bench(
             click.echo(f"report: {run_dir / 'report.html'}")
 
 
-Runner = Callable[[BenchConfig, Reporter], Path]
-
-
-def _runner(fleet: tuple[ClusterSpec, list[str] | None, Targets] | None) -> Runner:
-    """How one bench runs: here, or on every host of --cluster."""
-    if fleet is None:
-        return run
-    from iowatt.bench.fleet import run_fleet
-
-    return lambda config, reporter: run_fleet(config, *fleet, reporter)
-
-
-def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool, runner: Runner) -> None:
+def _repeat(
+    config: BenchConfig, times: int, quiet: bool, as_json: bool, runner: BenchRunner
+) -> None:
     """The quick form of a campaign: one environment, N runs, then the series' statistics."""
     from iowatt import campaign
 
@@ -158,28 +151,3 @@ def _repeat(config: BenchConfig, times: int, quiet: bool, as_json: bool, runner:
         for b in bars:
             b.close()
     show_comparison(config.results, {"series": series}, "series", fmt="json" if as_json else "text")
-
-
-def _fleet_options(
-    cluster: str | None,
-    hosts: str | None,
-    targets: tuple[str, ...],
-    power: tuple[str, ...],
-) -> tuple[ClusterSpec, list[str] | None, Targets] | None:
-    """--cluster's spec, --hosts and the per-host targets; None without --cluster."""
-    if cluster is None:
-        if hosts is not None:
-            raise ConfigError(f"--hosts {hosts} needs --cluster", "e.g. --cluster local:3")
-        if len(targets) > 1 or (targets and parse_targets(targets).per_host):
-            raise ConfigError(f"--target {targets[-1]}: one target per host needs --cluster",
-                              "give one --target PATH, or add --cluster")  # fmt: skip
-        return None
-    if power:
-        raise ConfigError(
-            "--power is not supported with --cluster yet",
-            "record each host's power with `iowatt power record` there",
-        )
-    names = [h.strip() for h in hosts.split(",") if h.strip()] if hosts is not None else None
-    if names is not None and not names:
-        raise ConfigError(f"--hosts `{hosts}` names no host", "e.g. --hosts local-0,local-2")
-    return parse(cluster), names, parse_targets(targets)

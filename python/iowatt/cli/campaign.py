@@ -10,7 +10,9 @@ from iowatt import campaign as campaign_lib
 from iowatt.bench.config import Reporter, SilentReporter
 from iowatt.campaign import Campaign, PlannedRun
 from iowatt.cli.comparison import show_comparison
+from iowatt.cli.fleet_options import bench_runner, fleet_options
 from iowatt.cli.progress import RichReporter
+from iowatt.fleet.hosts import Targets
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import format_ns, format_rate
 
@@ -62,7 +64,17 @@ class LineReporter:
 
 @click.command("campaign")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--target", type=click.Path(path_type=Path), help="Overrides the file's target.")
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    metavar="[HOST=]PATH",
+    help="Overrides the file's target; with --cluster, HOST=PATH for one host.",
+)
+@click.option(
+    "--cluster", help="Every run on every host of a Dask cluster: ADDRESS, local:N, FILE."
+)
+@click.option("--hosts", help="With --cluster: the hosts that run, e.g. local-0,local-2.")
 @click.option("--destroy-data", is_flag=True, help="Allow writing over a device with data on it.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--dry-run", is_flag=True, help="Print the runs in order and stop.")
@@ -70,7 +82,9 @@ class LineReporter:
 @click.option("--quiet", "-q", is_flag=True, help="Only the final table.")
 def campaign_cmd(
     file: Path,
-    target: Path | None,
+    targets: tuple[str, ...],
+    cluster: str | None,
+    hosts: str | None,
     destroy_data: bool,
     results: Path | None,
     dry_run: bool,
@@ -79,11 +93,21 @@ def campaign_cmd(
 ) -> None:
     """Run a campaign file: every workload in every environment, repeated, interleaved.
 
+    With --cluster, every run is a fleet run: each bench on every host at once (docs/fleets.md).
+
     Finished runs are kept: running the same file again does only what is missing. At the
     end, the comparison of the environments against the first one is printed, and a report of
     every run (series run by run, slow operations) is written beside the runs.
     """
+    fleet = fleet_options(cluster, hosts, targets)
+    target = None if fleet or not targets else Path(targets[0])
     campaign = campaign_lib.load(file, target=target, destroy_data=destroy_data)
+    if fleet:
+        # The file's target is every host's, unless --target gives one for all.
+        spec, names, per_host = fleet
+        default = per_host.default or campaign.target
+        fleet = (spec, names, Targets(default, per_host.per_host))
+        campaign.fleet = spec.text
     where = results_dir(results)
     if dry_run:
         done = campaign_lib.finished_runs(campaign, where)
@@ -93,7 +117,7 @@ def campaign_cmd(
         return
     reporter = LineReporter(quiet)
     try:
-        run_dirs = campaign_lib.run(campaign, where, reporter)
+        run_dirs = campaign_lib.run(campaign, where, reporter, bench_runner(fleet))
     finally:
         reporter.close()
     if not no_report:
