@@ -344,6 +344,15 @@ def test_a_fleet_started_over_ssh_runs_on_each_worker(capsys, tmp_path):
     with sshd_cluster(tmp_path / "ssh", workers=2) as cluster:
         r = iowatt(capsys, "bench", "randomread", "--buffered", "--cluster", cluster,
                    "--target", tmp_path / "t", *QUICK, "--results", tmp_path / "r")  # fmt: skip
+        # A key sshd does not know: one line with sshd's reason, before anything runs.
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                        str(tmp_path / "other_key")], check=True)  # fmt: skip
+        other = tmp_path / "other.toml"
+        other.write_text(cluster.read_text().replace(str(tmp_path / "ssh" / "client_key"),
+                                                     str(tmp_path / "other_key")))  # fmt: skip
+        refused = iowatt(capsys, "bench", "--cluster", other, "--results", tmp_path / "no")
+    assert_user_error(refused, "other.toml", "Permission denied")
+    assert not (tmp_path / "no").exists() or runs_in(tmp_path / "no") == []
     assert r.code == 0, r.err
     (run,) = runs_in(tmp_path / "r")
     hosts = pq.read_table(run / "hosts.parquet").to_pylist()
@@ -402,3 +411,13 @@ def test_a_repeated_fleet_bench_is_a_series_with_every_host_in_each_run(capsys, 
     assert (
         sorted(x["rep"] for x in labels) == ["1", "2"] and len({x["series"] for x in labels}) == 1
     )
+
+
+def test_an_ssh_host_that_refuses_the_connection_is_one_line(capsys, tmp_path):
+    pytest.importorskip("asyncssh")
+    from support.nginx import free_port
+
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(f'kind = "ssh"\nhosts = ["127.0.0.1", "127.0.0.1"]\nport = {free_port()}\n')
+    r = iowatt(capsys, "bench", "--cluster", cluster, "--results", tmp_path / "r")
+    assert_user_error(r, "c.toml", "Connect call failed")

@@ -17,6 +17,7 @@ from iowatt import __version__
 from iowatt.errors import ConfigError, SourceUnavailableError
 from iowatt.fleet.spec import ClusterSpec
 
+_FAILED_TO_START = "Cluster failed to start:"
 # How long the workers of a started cluster may take to join (batch jobs wait in a queue).
 JOIN_S = {"local": 60.0, "ssh": 120.0, "slurm": 3600.0, "sge": 3600.0, "pbs": 3600.0}
 
@@ -114,6 +115,8 @@ def connect(
     from distributed import Client
 
     logging.getLogger("distributed").setLevel(logging.WARNING)
+    # "Cluster closed without starting up": the error below says why, once.
+    logging.getLogger("distributed.deploy.spec").setLevel(logging.ERROR)
     # A Ctrl-C that lands while the client waits on its event loop leaves that call's callback
     # to fail as the cluster shuts down; tornado would print its traceback over iowatt's
     # message. What iowatt needs to know arrives through the futures, not this log.
@@ -134,10 +137,16 @@ def connect(
                     stack.enter_context(cluster)
                     client = stack.enter_context(Client(cluster))
                     client.wait_for_workers(spec.workers or 1, timeout=JOIN_S[spec.kind])
-        except (OSError, TimeoutError, ValueError) as e:
+        except (OSError, TimeoutError, ValueError, RuntimeError) as e:
+            if isinstance(e, RuntimeError) and not str(e).startswith(_FAILED_TO_START):
+                raise
+            # Dask wraps what stopped a cluster's start (an ssh host refusing the connection
+            # or the key) as "Cluster failed to start: …": that reason is the user's to fix.
+            why = str(e).removeprefix(_FAILED_TO_START).strip() or type(e).__name__
             raise SourceUnavailableError(
-                f"--cluster `{spec.text}`: cannot start or reach it ({type(e).__name__}: {e})",
-                "check the address or hosts, and that `dask` runs there (docs/fleets.md)",
+                f"--cluster `{spec.text}`: cannot start or reach it ({why})",
+                "check the address or hosts, the ssh user and key, and that `dask` runs there "
+                "(docs/fleets.md)",
             ) from None
         _check_versions(client, spec)
         link = client.dashboard_link
