@@ -5,9 +5,10 @@ to merge a thousand hosts' results into one run.
 1. `iowatt bench randomread` in `--dir`, then the same with `--cluster local:1` — one host,
    so any difference is the fleet's own cost (a Dask worker process, the barrier, results
    shipped back) — alternated `--reps` times, each a fresh process. Printed: both medians of
-   ops/s and their ratio; goal: the ratio inside a 2 % noise band.
-2. A real engine result (randomread for 2 s: its histograms and seconds) copied to `--hosts`
-   hosts with each copy's counts perturbed, then merged as a fleet run merges them: the
+   ops/s and the difference with its bootstrap interval and test, judged as `iowatt compare`
+   does; goal: no difference significant against a 2 % noise band.
+2. A real engine result (randomread for `--merge-runtime`: its histograms and seconds) copied
+   to `--hosts` hosts with each copy's counts perturbed, then merged as a fleet run merges them: the
    workload's merged result and summary, the first/last-done rates, the per-host summaries and
    the three per-host Parquet files written. Printed: the median of `--reps` timings; goal:
    1,000 hosts in ≤ 2 s.

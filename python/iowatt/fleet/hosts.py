@@ -54,7 +54,7 @@ def parse_targets(values: Sequence[str]) -> Targets:
 
 
 def host_names(workers: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """Worker address → the name results call it by (unique, and fit for a file name)."""
+    """Worker address → the name results call it by (unique; `file_safe` makes it a file name)."""
 
     def machine(addr: str) -> str:
         return addr.split("://")[-1].rsplit(":", 1)[0]
