@@ -44,14 +44,21 @@ def fleet_vs_direct(reps: int, runtime: str, where: str) -> None:
         for _ in range(reps):
             direct.append(_bench(target, results, runtime, fleet=False))
             fleet.append(_bench(target, results, runtime, fleet=True))
+    import numpy as np
+
+    from iowatt.compare.stats import difference
+
     a, b = statistics.median(direct), statistics.median(fleet)
-    spread = max(direct) / min(direct) - 1
+    d = difference(fleet, direct, rng=np.random.default_rng(0))
+    # iowatt compare's rule: real only when p < 0.05 and the interval clears the ±2 % band.
+    real = d.p_value < 0.05 and (d.ci_low > 2.0 or d.ci_high < -2.0)
     print(
         f"direct: median {a:,.0f} ops/s (min–max {min(direct):,.0f}–{max(direct):,.0f}); "
         f"local:1 fleet: median {b:,.0f} ops/s (min–max {min(fleet):,.0f}–{max(fleet):,.0f})"
     )
-    print(f"fleet / direct = {b / a:.3f} (goal: within ±2 %; the direct runs' own spread "
-          f"is {100 * spread:.1f} %)")  # fmt: skip
+    print(f"fleet against direct: {d.pct:+.1f} % (95 % CI {d.ci_low:+.1f} … {d.ci_high:+.1f} %, "
+          f"Mann-Whitney p = {d.p_value:.3f}): {'a real' if real else 'no significant'} "
+          "difference against the 2 % noise band (goal: none)")  # fmt: skip
 
 
 def _perturbed(result: dict, rng: random.Random) -> dict:
