@@ -255,3 +255,50 @@ def test_a_campaign_on_a_fleet_runs_each_bench_on_every_host(
     # The same file on one host measures something else: refused, not mixed in.
     r = iowatt(capsys, "campaign", campaign, "--target", target, "--results", results)
     assert_user_error(r, "campaign `rack`", "different plan")
+
+
+def test_environments_on_disjoint_hosts_are_independent(tmp_path: Path) -> None:
+    from iowatt.campaign import lanes
+
+    def envs(*hosts: str) -> str:
+        return "".join(f'\n[[env]]\nname = "e{i}"\n' + (f"hosts = [{h}]\n" if h else "")
+                       for i, h in enumerate(hosts))  # fmt: skip
+
+    body = SMALL + '[[workload]]\nrun = "randomread"\n'
+    c = load(_file(tmp_path, body + envs('"a"', '"b"', '"a", "c"')))
+    assert [[e.name for e in g] for g in lanes(c)] == [["e0", "e2"], ["e1"]]
+    # An environment without hosts uses every host: nothing runs beside it.
+    c = load(_file(tmp_path, body + envs('"a"', '"b"', "")))
+    assert [[e.name for e in g] for g in lanes(c)] == [["e0", "e1", "e2"]]
+
+
+@pytest.mark.slow
+def test_a_fleet_campaign_runs_environments_on_disjoint_hosts_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow.parquet as pq
+
+    envs = "".join(f'\n[[env]]\nname = "on{i}"\nhosts = ["local-{i}"]\n' for i in range(2))
+    text = ('name = "lanes"\nrepetitions = 2\n' + SMALL.replace('"1s"', '"2s"')
+            + '[[workload]]\nrun = "randomread"\n' + envs)  # fmt: skip
+    campaign = _file(tmp_path, text)
+    results, target = tmp_path / "results", tmp_path / "target"
+    target.mkdir()
+    r = iowatt(capsys, "campaign", campaign, "--cluster", "local:2", "--target", target,
+               "--results", results, "-q", "--no-report")  # fmt: skip
+    assert r.code == 0, r
+    runs = runs_in(results)
+    assert len(runs) == 4
+    spans = {}
+    for d in runs:
+        m = manifest(d)
+        env = m["labels"]["env"]
+        hosts = [h["host"] for h in pq.read_table(d / "hosts.parquet").to_pylist()]
+        assert hosts == [f"local-{env[-1]}"]  # each environment on its own host only
+        spans[(env, m["labels"]["rep"])] = (m["started_ns"], m["ended_ns"])
+    # The two environments' first runs overlapped in time: they ran at once.
+    (a0, a1), (b0, b1) = spans[("on0", "1")], spans[("on1", "1")]
+    assert max(a0, b0) < min(a1, b1)
+    # Hosts named in a campaign file need a fleet.
+    r = iowatt(capsys, "campaign", campaign, "--target", target, "--results", tmp_path / "x")
+    assert_user_error(r, "on0", "--cluster")

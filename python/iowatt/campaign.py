@@ -55,7 +55,7 @@ _OPTION_KEYS = tuple(f.name for f in fields(Options) if f.name != "seed")
 _TOP_KEYS = ("name", "repetitions", "order", "cooldown", "drop_caches", "target",
              "destroy_data", "seed", "labels", "defaults", "workload", "env")  # fmt: skip
 _WORKLOAD_KEYS = ("run", "suite", *_OPTION_KEYS)
-_ENV_KEYS = ("name", "labels", "setup", "teardown")
+_ENV_KEYS = ("name", "labels", "setup", "teardown", "hosts")
 # Labels iowatt sets on every campaign run; an environment may not redefine them.
 _RESERVED_LABELS = ("campaign", "env", "rep")
 _TEXT_KEYS = ("engine", "slow")
@@ -70,6 +70,9 @@ class Env:
     labels: dict[str, str]
     setup: str | None = None
     teardown: str | None = None
+    # On a fleet: the hosts this environment's runs use (none: every host). Environments on
+    # disjoint hosts are independent, and run at once.
+    hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ class Campaign:
         what = {
             "defaults": self.defaults,
             "entries": [[e.run, e.suite, e.options] for e in self.entries],
-            "envs": [[e.name, e.labels] for e in self.envs],
+            "envs": [[e.name, e.labels, *([list(e.hosts)] if e.hosts else [])] for e in self.envs],
             "seed": self.seed,
             "target": str(self.target) if self.target else None,
             **({"fleet": self.fleet} if self.fleet else {}),
@@ -310,7 +313,12 @@ def _env(table: Mapping[str, Any], i: int, where: str) -> Env:
             raise ConfigError(
                 f"{where}: {part} {key} `{table[key]}` must be text", f'e.g. {key} = "..."'
             )
-    return Env(str(table["name"]), labels, table.get("setup"), table.get("teardown"))
+    hosts = table.get("hosts", [])
+    if not (isinstance(hosts, list) and all(isinstance(h, str) and h for h in hosts)):
+        raise ConfigError(f"{where}: {part} hosts `{hosts}` must be a list of host names",
+                          'e.g. hosts = ["node1", "node2"] (with --cluster)')  # fmt: skip
+    return Env(str(table["name"]), labels, table.get("setup"), table.get("teardown"),
+               tuple(hosts))  # fmt: skip
 
 
 def _entry(table: Mapping[str, Any], i: int, where: str) -> Entry:
@@ -430,27 +438,136 @@ def finished_runs(campaign: Campaign, results: Path) -> dict[tuple[str, int, int
     return done
 
 
+# One run of a campaign: the bench config, its progress, the hosts of its environment (None:
+# every host, or no fleet) and, for a run in a thread of its own, what says it must stop.
+CampaignRunner = Callable[
+    [BenchConfig, Reporter, "tuple[str, ...] | None", "Callable[[], bool] | None"], Path
+]
+
+
+def _here(
+    config: BenchConfig,
+    reporter: Reporter,
+    hosts: tuple[str, ...] | None,
+    stop: Callable[[], bool] | None,
+) -> Path:
+    return bench_lib.run(config, reporter)
+
+
 def run(
     campaign: Campaign,
     results: Path,
     reporter: CampaignReporter,
-    runner: Callable[[BenchConfig, Reporter], Path] = bench_lib.run,
+    runner: CampaignRunner = _here,
 ) -> list[Path]:
     """Runs what is missing of the campaign; returns every finished run directory in order.
 
     Each run is committed as it ends, so an interruption keeps every finished run; the
     environment that was set up is torn down on every exit. ``runner`` runs one bench (on a
-    fleet: ``iowatt.bench.fleet.run_fleet``, every host at once).
+    fleet: ``iowatt.bench.fleet.run_fleet``, every host of the environment at once). On a
+    fleet, environments on disjoint hosts are independent: each group of environments that
+    share a host (:func:`lanes`) runs in order, the groups at once.
     """
     results.mkdir(parents=True, exist_ok=True)
     planned = schedule(campaign)
     done = finished_runs(campaign, results)
     todo = [p for p in planned if p.key not in done]
     reporter.started(campaign, len(planned), len(planned) - len(todo))
+    groups = lanes(campaign) if campaign.fleet else [campaign.envs]
+    try:
+        if len(groups) == 1:
+            _run_lane(campaign, todo, results, reporter, runner, done, len(planned), None)
+        else:
+            _run_lanes(campaign, groups, todo, results, reporter, runner, done, len(planned))
+    except KeyboardInterrupt:
+        # A run the interrupt caught after it was committed is finished too: ask the catalog.
+        done = finished_runs(campaign, results)
+        raise RunInterrupted(_stopped_message(campaign, done, planned)) from None
+    except IowattError as e:
+        e.message = f"{e.message} ({_stopped_message(campaign, done, planned)})"
+        raise
+    return [done[p.key] for p in planned if p.key in done]
+
+
+def lanes(campaign: Campaign) -> list[list[Env]]:
+    """The environments in groups that may run at the same time: two environments are in one
+    group when they share a host (one without ``hosts`` uses every host)."""
+    groups: list[list[Env]] = []
+    for env in campaign.envs:
+        touching = [g for g in groups if any(_share(env, other) for other in g)]
+        merged = [e for g in touching for e in g] + [env]
+        groups = [g for g in groups if g not in touching] + [merged]
+    order = {e.name: i for i, e in enumerate(campaign.envs)}
+    return sorted((sorted(g, key=lambda e: order[e.name]) for g in groups),
+                  key=lambda g: order[g[0].name])  # fmt: skip
+
+
+def _share(a: Env, b: Env) -> bool:
+    return not a.hosts or not b.hosts or bool(set(a.hosts) & set(b.hosts))
+
+
+def _run_lanes(
+    campaign: Campaign,
+    groups: list[list[Env]],
+    todo: list[PlannedRun],
+    results: Path,
+    reporter: CampaignReporter,
+    runner: CampaignRunner,
+    done: dict[tuple[str, int, int], Path],
+    total: int,
+) -> None:
+    """Each group of environments in a thread of its own, in the campaign's order within it.
+    Ctrl-C (which only this thread receives) stops every group's run."""
+    import threading
+
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def lane(envs: list[Env]) -> None:
+        names = {e.name for e in envs}
+        mine = [p for p in todo if p.env.name in names]
+        try:
+            _run_lane(campaign, mine, results, reporter, runner, done, total, stop)
+        except BaseException as e:  # the first failure stops the others, then is raised
+            failures.append(e)
+            stop.set()
+
+    reporter.note(f"{len(groups)} groups of environments on disjoint hosts run at once: "
+                  + "; ".join(", ".join(e.name for e in g) for g in groups))  # fmt: skip
+    threads = [threading.Thread(target=lane, args=(g,), daemon=True) for g in groups]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(0.2)
+    except KeyboardInterrupt:
+        stop.set()
+        for t in threads:
+            t.join()
+        raise
+    if failures:
+        raise failures[0]
+
+
+def _run_lane(
+    campaign: Campaign,
+    todo: list[PlannedRun],
+    results: Path,
+    reporter: CampaignReporter,
+    runner: CampaignRunner,
+    done: dict[tuple[str, int, int], Path],
+    total: int,
+    stop: Any,
+) -> None:
+    """The runs in order, setting up and tearing down each environment as it changes; with
+    ``stop`` (a thread's lane), quietly, until it is set."""
     env_vars = _target_vars(campaign.target)
     current: Env | None = None
     try:
         for n, p in enumerate(todo):
+            if stop is not None and stop.is_set():
+                raise RunInterrupted("interrupted")
             if current is None or current.name != p.env.name:
                 if current is not None:
                     _command(current, "teardown", env_vars, campaign)
@@ -462,21 +579,22 @@ def run(
             if campaign.drop_caches:
                 pagecache.drop()
             config = bench_config(campaign, p.entry_no, p.env, p.rep, results)
-            run_dir = runner(config, reporter.run_started(p, len(planned)))
+            # Progress bars of runs at once would overwrite each other: lanes run quietly.
+            progress = reporter.run_started(p, total) if stop is None else _quiet(reporter, p)
+            run_dir = runner(config, progress, p.env.hosts or None, stop and stop.is_set)
             done[p.key] = run_dir
-            reporter.run_finished(p, len(planned), run_dir)
-    except KeyboardInterrupt:
-        # A run the interrupt caught after it was committed is finished too: ask the catalog.
-        done = finished_runs(campaign, results)
-        raise RunInterrupted(_stopped_message(campaign, done, planned)) from None
-    except IowattError as e:
-        e.message = f"{e.message} ({_stopped_message(campaign, done, planned)})"
-        raise
+            reporter.run_finished(p, total, run_dir)
     finally:
         if current is not None:
             with held():  # a half-removed throttle would slow what runs next
                 _command(current, "teardown", env_vars, campaign, raise_error=False)
-    return [done[p.key] for p in planned if p.key in done]
+
+
+def _quiet(reporter: CampaignReporter, p: PlannedRun) -> Reporter:
+    from iowatt.bench.config import SilentReporter
+
+    reporter.note(f"run {p.index}: env={p.env.name} rep={p.rep} {p.entry.title}")
+    return SilentReporter()
 
 
 def _stopped_message(campaign: Campaign, done: Mapping[Any, Path], planned: list[Any]) -> str:

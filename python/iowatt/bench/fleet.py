@@ -11,6 +11,7 @@ incomplete and is named; the others' data is kept.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -114,17 +115,22 @@ def run_fleet(
     targets: Targets,
     reporter: Reporter | None = None,
     sink: WarningSink | None = None,
+    *,
+    client: Any = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Path:
     """Runs every workload on the chosen hosts of ``cluster`` and commits one run; like
     :func:`iowatt.bench.execute.run`, the run is written whatever happens, then an error that
-    stopped it is raised again."""
+    stopped it is raised again. ``client``: one already connected to the cluster (several
+    runs share it, a campaign's at once); ``stop()``, when it says so, stops the hosts as
+    Ctrl-C would (for a run in a thread of its own, where Ctrl-C does not arrive)."""
     from iowatt.fleet.barrier import start_together
     from iowatt.fleet.cluster import connect
 
     reporter = reporter or SilentReporter()
     sink = sink or WarningSink()
     note = reporter.note
-    with connect(cluster, 1, note) as client:
+    with contextlib.nullcontext(client) if client else connect(cluster, 1, note) as client:
         chosen = pick(client.scheduler_info()["workers"], hosts, targets)
         fleet = Fleet(cluster, chosen, {h: _text(targets.of(h)) for h in chosen.values()})
         run_id = new_run_id("bench")
@@ -139,11 +145,13 @@ def run_fleet(
                 note(f"{wl.name}: laying out on {len(chosen)} hosts")
                 jobs = {a: HostJob(wl, h, fleet.targets[h], run_id, config.destroy_data)
                         for a, h in chosen.items()}  # fmt: skip
-                start = start_together(client, on_host, jobs, note, _progress(wl, reporter))
+                start = start_together(
+                    client, on_host, jobs, note, _progress(wl, reporter), stop=stop
+                )
                 outcome, failure = _outcome(wl, fleet, start, sink)
                 outcomes.append(outcome)
                 reporter.workload_finished(wl, outcome.summary)
-                if start.interrupted:
+                if start.interrupted or (stop is not None and stop()):
                     failure = RunInterrupted("interrupted")
                 if failure is not None:
                     break

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from iowatt import campaign as campaign_lib
-from iowatt.bench.config import Reporter, SilentReporter
+from iowatt.bench.config import BenchConfig, Reporter, SilentReporter
 from iowatt.campaign import Campaign, PlannedRun
 from iowatt.cli.comparison import show_comparison
-from iowatt.cli.fleet_options import bench_runner, fleet_options
+from iowatt.cli.fleet_options import FleetOptions, fleet_options
 from iowatt.cli.progress import RichReporter
+from iowatt.errors import ConfigError
 from iowatt.fleet.hosts import Targets
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import format_ns, format_rate
@@ -115,9 +117,16 @@ def campaign_cmd(
             mark = "done" if p.key in done else "todo"
             click.echo(f"{p.index:>4}  {mark}  env={p.env.name}  rep={p.rep}  {p.entry.title}")
         return
+    if not fleet and any(e.hosts for e in campaign.envs):
+        env = next(e for e in campaign.envs if e.hosts)
+        raise ConfigError(f"{file.name}: env `{env.name}` names hosts, which need --cluster",
+                          "run it with --cluster, or drop the env's hosts")  # fmt: skip
     reporter = LineReporter(quiet)
     try:
-        run_dirs = campaign_lib.run(campaign, where, reporter, bench_runner(fleet))
+        if fleet:
+            run_dirs = _on_fleet(campaign, where, reporter, fleet)
+        else:
+            run_dirs = campaign_lib.run(campaign, where, reporter)
     finally:
         reporter.close()
     if not no_report:
@@ -126,3 +135,25 @@ def campaign_cmd(
         out = write_report(run_dirs, where / f"campaign-{campaign.name}.html")
         click.echo(f"report: {out}", err=True)
     show_comparison(where, {"campaign": campaign.name}, "env", control=campaign.envs[0].name)
+
+
+def _on_fleet(
+    campaign: Campaign, where: Path, reporter: LineReporter, fleet: FleetOptions
+) -> list[Path]:
+    """Every run on the fleet, through one client (environments on disjoint hosts at once)."""
+    from iowatt.bench.fleet import run_fleet
+    from iowatt.fleet.cluster import connect
+
+    spec, names, targets = fleet
+    with connect(spec, 1, reporter.note) as client:
+
+        def one(
+            config: BenchConfig,
+            progress: Reporter,
+            hosts: tuple[str, ...] | None,
+            stop: Callable[[], bool] | None,
+        ) -> Path:
+            chosen = list(hosts) if hosts else names
+            return run_fleet(config, spec, chosen, targets, progress, client=client, stop=stop)
+
+        return campaign_lib.run(campaign, where, reporter, one)
