@@ -454,11 +454,16 @@ def _here(
     return bench_lib.run(config, reporter)
 
 
+def _drop_here(hosts: tuple[str, ...] | None) -> None:
+    pagecache.drop()
+
+
 def run(
     campaign: Campaign,
     results: Path,
     reporter: CampaignReporter,
     runner: CampaignRunner = _here,
+    drop: Callable[[tuple[str, ...] | None], None] = _drop_here,
 ) -> list[Path]:
     """Runs what is missing of the campaign; returns every finished run directory in order.
 
@@ -466,7 +471,9 @@ def run(
     environment that was set up is torn down on every exit. ``runner`` runs one bench (on a
     fleet: ``iowatt.bench.fleet.run_fleet``, every host of the environment at once). On a
     fleet, environments on disjoint hosts are independent: each group of environments that
-    share a host (:func:`lanes`) runs in order, the groups at once.
+    share a host (:func:`lanes`) runs in order, the groups at once; ``drop`` drops the page
+    cache where the runs read (on a fleet, on the environment's hosts) before each run when the
+    campaign says ``drop_caches``.
     """
     results.mkdir(parents=True, exist_ok=True)
     planned = schedule(campaign)
@@ -476,9 +483,10 @@ def run(
     groups = lanes(campaign) if campaign.fleet else [campaign.envs]
     try:
         if len(groups) == 1:
-            _run_lane(campaign, todo, results, reporter, runner, done, len(planned), None)
+            _run_lane(campaign, todo, results, reporter, (runner, drop), done, len(planned), None)
         else:
-            _run_lanes(campaign, groups, todo, results, reporter, runner, done, len(planned))
+            lane_runner = (runner, drop)
+            _run_lanes(campaign, groups, todo, results, reporter, lane_runner, done, len(planned))
     except KeyboardInterrupt:
         # A run the interrupt caught after it was committed is finished too: ask the catalog.
         done = finished_runs(campaign, results)
@@ -512,7 +520,7 @@ def _run_lanes(
     todo: list[PlannedRun],
     results: Path,
     reporter: CampaignReporter,
-    runner: CampaignRunner,
+    runner: tuple[CampaignRunner, Callable[[tuple[str, ...] | None], None]],
     done: dict[tuple[str, int, int], Path],
     total: int,
 ) -> None:
@@ -555,13 +563,14 @@ def _run_lane(
     todo: list[PlannedRun],
     results: Path,
     reporter: CampaignReporter,
-    runner: CampaignRunner,
+    runner: tuple[CampaignRunner, Callable[[tuple[str, ...] | None], None]],
     done: dict[tuple[str, int, int], Path],
     total: int,
     stop: Any,
 ) -> None:
     """The runs in order, setting up and tearing down each environment as it changes; with
     ``stop`` (a thread's lane), quietly, until it is set."""
+    run_one, drop = runner
     env_vars = _target_vars(campaign.target)
     current: Env | None = None
     try:
@@ -577,11 +586,11 @@ def _run_lane(
                 reporter.note(f"cooling down for {campaign.cooldown_s:g} s")
                 time.sleep(campaign.cooldown_s)
             if campaign.drop_caches:
-                pagecache.drop()
+                drop(p.env.hosts or None)
             config = bench_config(campaign, p.entry_no, p.env, p.rep, results)
             # Progress bars of runs at once would overwrite each other: lanes run quietly.
             progress = reporter.run_started(p, total) if stop is None else _quiet(reporter, p)
-            run_dir = runner(config, progress, p.env.hosts or None, stop and stop.is_set)
+            run_dir = run_one(config, progress, p.env.hosts or None, stop and stop.is_set)
             done[p.key] = run_dir
             reporter.run_finished(p, total, run_dir)
     finally:

@@ -141,8 +141,10 @@ def _on_fleet(
     campaign: Campaign, where: Path, reporter: LineReporter, fleet: FleetOptions
 ) -> list[Path]:
     """Every run on the fleet, through one client (environments on disjoint hosts at once)."""
+    from iowatt import pagecache
     from iowatt.bench.fleet import run_fleet
     from iowatt.fleet.cluster import connect
+    from iowatt.fleet.hosts import pick
 
     spec, names, targets = fleet
     with connect(spec, 1, reporter.note) as client:
@@ -156,4 +158,10 @@ def _on_fleet(
             chosen = list(hosts) if hosts else names
             return run_fleet(config, spec, chosen, targets, progress, client=client, stop=stop)
 
-        return campaign_lib.run(campaign, where, reporter, one)
+        def drop(hosts: tuple[str, ...] | None) -> None:
+            """The page cache of the hosts the next run reads on."""
+            workers = pick(client.scheduler_info()["workers"], list(hosts or names or []) or None,
+                           Targets())  # fmt: skip
+            client.run(pagecache.drop, workers=list(workers))
+
+        return campaign_lib.run(campaign, where, reporter, one, drop)
