@@ -421,3 +421,21 @@ def test_an_ssh_host_that_refuses_the_connection_is_one_line(capsys, tmp_path):
     cluster.write_text(f'kind = "ssh"\nhosts = ["127.0.0.1", "127.0.0.1"]\nport = {free_port()}\n')
     r = iowatt(capsys, "bench", "--cluster", cluster, "--results", tmp_path / "r")
     assert_user_error(r, "c.toml", "Connect call failed")
+
+
+@pytest.mark.slow
+def test_a_filebench_workload_file_runs_on_every_host(capsys, tmp_path, fleet3):
+    varmail = Path(__file__).resolve().parents[1] / "python/iowatt/workloads/varmail.f"
+    (tmp_path / "t").mkdir()
+    r = iowatt(capsys, "bench", varmail, "--set", "nfiles=100", "--cluster",
+               fleet3.scheduler.address, "--hosts", "local-0,local-2", "--target",
+               tmp_path / "t", *QUICK, "--results", tmp_path / "r")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = runs_in(tmp_path / "r")
+    hosts = pq.read_table(run / "hosts.parquet").to_pylist()
+    assert sorted(h["host"] for h in hosts) == ["local-0", "local-2"]  # --hosts picked them
+    merged = _summary(run)["workloads"]["varmail"]
+    # Every flowop of the file, on both hosts, summed.
+    flowops = pq.read_table(run / "host_latency.parquet").to_pandas().flowop.dropna().unique()
+    assert set(merged["flowops"]) == set(flowops) and merged["ops"] == sum(h["ops"] for h in hosts)
+    assert os.listdir(tmp_path / "t") == []
