@@ -86,7 +86,10 @@ def run_grid(
             try:
                 for future in as_completed(futures):
                     i = futures[future]
-                    got = future.result()
+                    try:
+                        got = future.result()
+                    except Exception as e:  # its worker died, or the task was lost
+                        got = f"{type(e).__name__}: {e}"
                     keys = {"point": i, **grid[i]}
                     if isinstance(got, str):
                         failed.append(f"point {i} ({_describe(grid[i])}): {got}")
