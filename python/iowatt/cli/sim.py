@@ -40,13 +40,18 @@ def stored(json_help: str, report: bool = True) -> Callable[[F], F]:
     return apply
 
 
-def grid_options(f: F) -> F:
+def grid_options(example: str) -> Callable[[F], F]:
     """--grid and --cluster: the model's parameters over a grid, the points on Dask."""
-    f = click.option("--cluster", help="With --grid: where the points run (ADDRESS, local:N, "
-                     "FILE) [local: a process per core].")(f)  # fmt: skip
-    return click.option("--grid", "grids", multiple=True, metavar="KEY=A..B:STEP",
-                        help="Simulate each value of a model parameter (repeat: every "
-                        "combination), e.g. --grid fans.count=4..8:2.")(f)  # fmt: skip
+
+    def apply(f: F) -> F:
+        f = click.option("--cluster", help="With --grid: where the points run (ADDRESS, "
+                         "local:N, FILE) [local: a process per core].")(f)  # fmt: skip
+        return click.option("--grid", "grids", multiple=True, metavar="KEY=A..B:STEP",
+                            help="Simulate each value of a model parameter, a dotted path into "
+                            f"the model file (repeat: every combination), e.g. --grid {example}."
+                            )(f)  # fmt: skip
+
+    return apply
 
 
 # Per simulator: what a grid's row is named by, and the figures its table shows.
@@ -145,7 +150,7 @@ ranges (`W1..W10`, `1,2,3`, `1..4`, `a..b:step`) work in --workloads, --policies
               help="Time series bin (simulated time).")  # fmt: skip
 @click.option("--focus", help="The workload whose time series the report draws [the first].")
 @click.option("--threads", type=int, help="Simulations at once [the machine's cores].")
-@grid_options
+@grid_options("fans.max_cfm=100..160:20")
 @stored("Print the policy table as JSON.")
 def server(
     labels: tuple[str, ...],
@@ -259,7 +264,7 @@ cycles per personality; the disk models and their sources are in docs/sim-raid.m
 @click.option("--cache", default="0", show_default=True, help="Page cache size, e.g. 1g.")
 @click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
 @click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
-@grid_options
+@grid_options("lru.timeout_s=5,10,30,60")
 @stored("Print one object per personality.")
 def raid(
     trace: Path,
@@ -331,7 +336,7 @@ model (--model overrides it) and each value's source.
 )
 @click.option("--save-model", type=click.Path(path_type=Path),
               help="With --validate: write the calibrated node as a --model file.")  # fmt: skip
-@grid_options
+@grid_options("node.ht_gain=0..0.5:0.1")
 @stored("One object per set, disk and k (with --validate: per run).", report=False)
 def tasks(
     set_ref: str | None,
