@@ -481,12 +481,13 @@ def run(
     todo = [p for p in planned if p.key not in done]
     reporter.started(campaign, len(planned), len(planned) - len(todo))
     groups = lanes(campaign) if campaign.fleet else [campaign.envs]
+    run_lane = partial(_run_lane, campaign, results=results, reporter=reporter, runner=runner,
+                       drop=drop, done=done, total=len(planned))  # fmt: skip
     try:
         if len(groups) == 1:
-            _run_lane(campaign, todo, results, reporter, (runner, drop), done, len(planned), None)
+            run_lane(todo, None)
         else:
-            lane_runner = (runner, drop)
-            _run_lanes(campaign, groups, todo, results, reporter, lane_runner, done, len(planned))
+            _run_lanes(groups, todo, run_lane, reporter.note)
     except KeyboardInterrupt:
         # A run the interrupt caught after it was committed is finished too: ask the catalog.
         done = finished_runs(campaign, results)
@@ -515,14 +516,10 @@ def _share(a: Env, b: Env) -> bool:
 
 
 def _run_lanes(
-    campaign: Campaign,
     groups: list[list[Env]],
     todo: list[PlannedRun],
-    results: Path,
-    reporter: CampaignReporter,
-    runner: tuple[CampaignRunner, Callable[[tuple[str, ...] | None], None]],
-    done: dict[tuple[str, int, int], Path],
-    total: int,
+    run_lane: Callable[[list[PlannedRun], Any], None],
+    note: Callable[[str], None],
 ) -> None:
     """Each group of environments in a thread of its own, in the campaign's order within it.
     Ctrl-C (which only this thread receives) stops every group's run."""
@@ -535,13 +532,13 @@ def _run_lanes(
         names = {e.name for e in envs}
         mine = [p for p in todo if p.env.name in names]
         try:
-            _run_lane(campaign, mine, results, reporter, runner, done, total, stop)
+            run_lane(mine, stop)
         except BaseException as e:  # the first failure stops the others, then is raised
             failures.append(e)
             stop.set()
 
-    reporter.note(f"{len(groups)} groups of environments on disjoint hosts run at once: "
-                  + "; ".join(", ".join(e.name for e in g) for g in groups))  # fmt: skip
+    note(f"{len(groups)} groups of environments on disjoint hosts run at once: "
+         + "; ".join(", ".join(e.name for e in g) for g in groups))  # fmt: skip
     threads = [threading.Thread(target=lane, args=(g,), daemon=True) for g in groups]
     for t in threads:
         t.start()
@@ -561,16 +558,17 @@ def _run_lanes(
 def _run_lane(
     campaign: Campaign,
     todo: list[PlannedRun],
+    stop: Any,
+    *,
     results: Path,
     reporter: CampaignReporter,
-    runner: tuple[CampaignRunner, Callable[[tuple[str, ...] | None], None]],
+    runner: CampaignRunner,
+    drop: Callable[[tuple[str, ...] | None], None],
     done: dict[tuple[str, int, int], Path],
     total: int,
-    stop: Any,
 ) -> None:
     """The runs in order, setting up and tearing down each environment as it changes; with
     ``stop`` (a thread's lane), quietly, until it is set."""
-    run_one, drop = runner
     env_vars = _target_vars(campaign.target)
     current: Env | None = None
     try:
@@ -590,7 +588,7 @@ def _run_lane(
             config = bench_config(campaign, p.entry_no, p.env, p.rep, results)
             # Progress bars of runs at once would overwrite each other: lanes run quietly.
             progress = reporter.run_started(p, total) if stop is None else _quiet(reporter, p)
-            run_dir = run_one(config, progress, p.env.hosts or None, stop and stop.is_set)
+            run_dir = runner(config, progress, p.env.hosts or None, stop and stop.is_set)
             done[p.key] = run_dir
             reporter.run_finished(p, total, run_dir)
     finally:

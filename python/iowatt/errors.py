@@ -38,6 +38,12 @@ class IowattError(Exception):
         return "\n".join(lines)
 
 
+def one_line(e: BaseException) -> str:
+    """What went wrong in one line: an iowatt error's message, else the exception's type and
+    text (for a failure that travels back from a Dask worker as text)."""
+    return e.message if isinstance(e, IowattError) else f"{type(e).__name__}: {e}"
+
+
 class ConfigError(IowattError):
     """A size, duration, name or option value that does not parse or is out of range."""
 

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from iowatt._engine import WorkloadRun, result_failure
+from iowatt._engine import WorkloadRun
 from iowatt.bench import filemacro
 from iowatt.bench.config import BenchConfig, Outcome, Reporter, SilentReporter, WorkloadConfig
 from iowatt.bench.execute import check_target
+from iowatt.bench.held import PROGRESS_COUNTS, run_held
 from iowatt.bench.hosts import Fleet, HostRun
 from iowatt.bench.merge import as_arrays, done_rates, merge_results
 from iowatt.bench.power import BenchPower
@@ -33,11 +34,8 @@ from iowatt.errors import IowattError, RunInterrupted, SourceUnavailableError, T
 from iowatt.fleet.hosts import Targets, file_safe, pick
 from iowatt.fleet.spec import ClusterSpec
 from iowatt.hostinfo import host_facts
-from iowatt.store.writer import MARKER, RunWriter, new_run_id
+from iowatt.store.writer import RunWriter, make_marked, new_run_id
 from iowatt.warnings import Kind, RunWarning, WarningSink
-
-# How often a host's task looks whether the command was stopped.
-STOP_POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -58,7 +56,7 @@ def on_host(job: HostJob, gate: Any) -> dict[str, Any] | None:
     if target is None:
         name = f"iowatt-bench-{job.run_id}-{file_safe(job.host)}"
         scratch = target = Path(tempfile.gettempdir()) / name
-        _mkdir_marked(scratch, job.run_id)
+        make_marked(scratch, job.run_id)
     workdir = None
     try:
         device = check_target([job.wl], target, job.destroy_data)
@@ -66,46 +64,23 @@ def on_host(job: HostJob, gate: Any) -> dict[str, Any] | None:
         if not device:
             # Per host: hosts that share a file system (NFS) must not share files.
             workdir = target / f"iowatt-{job.run_id}-{file_safe(job.host)}"
-            _mkdir_marked(workdir, job.run_id)
+            make_marked(workdir, job.run_id)
         where = workdir or target
         wl = job.wl
         if wl.wml:
             engine = WorkloadRun.model(filemacro.model(wl, where))
         else:
             engine = WorkloadRun.fileio(wl.engine_spec(where, device))
-        engine.hold()
-        laying_out = time.monotonic()
-        engine.start()
-        while (progress := engine.progress())["phase"] != "ready":
-            gate.publish({**progress, "now_ns": time.monotonic_ns()})
-            if engine.wait(0.01):
-                raise result_failure(engine.result())  # it ended laying out: no space, …
-        layout_s = time.monotonic() - laying_out
-        instant = gate.ready(wait=False)
-        if instant is None:  # the start was called off: another host failed
-            engine.cancel()
-            engine.wait(60.0)
+        held = run_held([engine], gate, publish=True)
+        if held is None:  # the start was called off: another host failed
             return None
-        engine.release(instant)
-        while not engine.wait(STOP_POLL_S):
-            gate.publish({**engine.progress(), "now_ns": time.monotonic_ns()})
-            if gate.stopped():
-                engine.cancel()
-        result = engine.result()
-        # When measuring began, on the wall clock the start instant is on.
-        gate.start_ns = time.time_ns() - (time.monotonic_ns() - result["measure_start_ns"])
-        return {"result": result, "facts": facts, "layout_s": layout_s,
+        ((result, _),) = held.results
+        return {"result": result, "facts": facts, "layout_s": held.layout_s,
                 "model": engine.model_dict()}  # fmt: skip
     finally:
         for path in (workdir, scratch):
             if path is not None:
                 shutil.rmtree(path, ignore_errors=True)
-
-
-def _mkdir_marked(path: Path, run_id: str) -> None:
-    """Creates a directory iowatt may delete, marked with the run's id as the run writer does."""
-    path.mkdir(parents=False)
-    (path / MARKER).write_text(run_id)
 
 
 def run_fleet(
@@ -181,7 +156,7 @@ def _progress(wl: WorkloadConfig, reporter: Reporter) -> Callable[[dict[str, Any
             return
         parts = list(hosts.values())
         laying_out = [p for p in parts if p["phase"] in ("preparing", "ready")]
-        merged: dict[str, Any] = {k: sum(p[k] for p in parts) for k in _SUMMED}
+        merged: dict[str, Any] = {k: sum(p[k] for p in parts) for k in PROGRESS_COUNTS}
         if laying_out and len(laying_out) == len(parts):
             merged["phase"] = "preparing"
         else:
@@ -192,9 +167,6 @@ def _progress(wl: WorkloadConfig, reporter: Reporter) -> Callable[[dict[str, Any
         reporter.update(wl, merged)  # type: ignore[arg-type]
 
     return show
-
-
-_SUMMED = ("prepared_bytes", "prepare_total", "ops", "bytes", "errors")
 
 
 def _first_measuring(parts: list[dict[str, Any]]) -> int:
@@ -215,9 +187,11 @@ def _outcome(
         name = fleet.hosts[addr]
         got = o["result"] or {}
         result = as_arrays(got["result"]) if got.get("result") else None
-        r = HostRun(name, addr, fleet.targets[name], result, o["error"],
-                    o["offset_ns"], o["delay_ns"], o["start_here_ns"], o["late_ns"],
-                    got.get("layout_s"), got.get("facts"))  # fmt: skip
+        began = o["start_here_ns"]
+        skew = began - first_start if began is not None and first_start is not None else None
+        r = HostRun(name, addr, fleet.targets[name], result, o["error"], o["offset_ns"],
+                    o["delay_ns"], skew, o["late_ns"], got.get("layout_s"),
+                    got.get("facts"))  # fmt: skip
         if r.result is not None:
             r.summary = workload_summary(r.result)
         if r.facts is not None and name not in fleet.facts:
@@ -245,12 +219,11 @@ def _outcome(
     mono = time.monotonic_ns() - (time.time_ns() - anchor)
     merged = merge_results(measured, mono)
     summary = workload_summary(merged)
-    skews = [s - first_start for s in starts] if first_start is not None else []
     summary["fleet"] = {
         "hosts": len(runs),
         "measured_hosts": len(measured),
         "failed_hosts": [r.host for r in failed],
-        "start_skew_ns": max(skews, default=0),
+        "start_skew_ns": max((r.start_skew_ns or 0 for r in runs), default=0),
         **done_rates(measured),
     }
     model: dict[str, Any] = next(

@@ -26,7 +26,7 @@ class HostRun:
     error: str | None
     offset_ns: int
     delay_ns: int
-    start_here_ns: int | None
+    start_skew_ns: int | None  # after the first host's start, in the driver's clock
     late_ns: int | None
     layout_s: float | None = None
     facts: dict[str, Any] | None = None
@@ -59,22 +59,17 @@ def summary_section(fleet: Fleet) -> dict[str, Any]:
     out: dict[str, Any] = {h: {"worker": a, "target": fleet.targets[h], "workloads": {}}
                            for a, h in fleet.hosts.items()}  # fmt: skip
     for wl, runs in fleet.runs.items():
-        first = min((r.start_here_ns for r in runs if r.start_here_ns is not None), default=None)
         for r in runs:
             out[r.host]["workloads"][wl] = {
                 **(r.summary or {"status": "failed", "reason": r.error}),
                 "error": r.error,
                 "offset_ns": r.offset_ns,
                 "delay_ns": r.delay_ns,
-                "start_skew_ns": _skew(r, first),
+                "start_skew_ns": r.start_skew_ns,
                 "late_ns": r.late_ns,
                 "layout_s": r.layout_s,
             }
     return out
-
-
-def _skew(r: HostRun, first: int | None) -> int | None:
-    return r.start_here_ns - first if r.start_here_ns is not None and first is not None else None
 
 
 def write_tables(writer: RunWriter, fleet: Fleet) -> None:
@@ -84,7 +79,6 @@ def write_tables(writer: RunWriter, fleet: Fleet) -> None:
     histograms: list[tuple[str, str | None, Any]] = []
     owners: list[str] = []
     for wl, runs in fleet.runs.items():
-        first = min((r.start_here_ns for r in runs if r.start_here_ns is not None), default=None)
         for r in runs:
             s = r.summary or {}
             lat = s.get("latency_ns") or {}
@@ -97,7 +91,7 @@ def write_tables(writer: RunWriter, fleet: Fleet) -> None:
                 "mib_s": s.get("mib_s"), "p50_ns": lat.get("p50"), "p99_ns": lat.get("p99"),
                 "p999_ns": lat.get("p99.9"), "max_ns": lat.get("max"),
                 "offset_ns": r.offset_ns, "delay_ns": r.delay_ns,
-                "start_skew_ns": _skew(r, first), "late_ns": r.late_ns,
+                "start_skew_ns": r.start_skew_ns, "late_ns": r.late_ns,
                 "layout_s": r.layout_s,
             }  # fmt: skip
             for k, v in row.items():

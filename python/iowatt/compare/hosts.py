@@ -79,11 +79,16 @@ def host_table(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         out.setdefault(row["workload"], []).append(row)
+    # Each host's seconds of each workload, grouped once (a thousand hosts × minutes of them).
+    by_host: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    longest: dict[str, float] = {}
+    for sec in seconds:
+        wl = sec["workload"]
+        by_host.setdefault((wl, sec["host"]), []).append((sec["duration_s"], sec["ops_s"]))
+        longest[wl] = max(longest.get(wl, 0.0), sec["duration_s"])
     for wl, hosts in out.items():
-        mine = [s for s in seconds if s["workload"] == wl]
-        full = max((s["duration_s"] for s in mine), default=0.0) * 0.999
-        per_second = {h["host"]: [s["ops_s"] for s in mine
-                                  if s["host"] == h["host"] and s["duration_s"] >= full]
+        full = longest.get(wl, 0.0) * 0.999
+        per_second = {h["host"]: [ops for d, ops in by_host.get((wl, h["host"]), []) if d >= full]
                       for h in hosts}  # fmt: skip
         levels = {lv.host: lv for lv in host_levels(per_second)}
         for h in hosts:

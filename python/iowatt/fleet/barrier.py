@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from iowatt.errors import SourceUnavailableError
+from iowatt.errors import SourceUnavailableError, one_line
 
 ROUNDS = 8
 # How far ahead of "all ready" the start is set, beyond the slowest worker's round trip.
@@ -134,7 +134,7 @@ def _pinned(fn: Callable[..., Any], args: Any, gate: Gate) -> dict[str, Any]:
     try:
         result, error = fn(args, gate), None
     except Exception as e:  # returned, not raised: Dask would log it with its traceback
-        result, error = None, str(getattr(e, "message", None) or f"{type(e).__name__}: {e}")
+        result, error = None, one_line(e)
     return {"worker": worker, "result": result, "error": error, "target_ns": gate.target_ns,
             "start_ns": gate.start_ns}  # fmt: skip
 
@@ -205,7 +205,7 @@ class _Tasks:
                 continue
             if f.status == "error":  # the task could not even run (unpicklable arguments, …)
                 e = f.exception()
-                why = f"{type(e).__name__}: {e}"
+                why = one_line(e)
             elif f.status in ("cancelled", "lost"):
                 why = f"its task was {f.status}"
             elif w not in members:

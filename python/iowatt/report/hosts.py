@@ -48,11 +48,19 @@ def host_views(runs: Sequence[Run]) -> list[HostsView]:
     """One view per workload of every fleet run among ``runs`` (none for one-host runs)."""
     views: list[HostsView] = []
     for run in runs:
-        for wl, rows in host_table(run.path).items():
+        table = host_table(run.path)
+        if not table:
+            continue
+        # Read once per run: each workload's plots take their rows of them.
+        latency = _columns(run, "host_latency.parquet")
+        seconds = _columns(run, "host_intervals.parquet")
+        for wl, rows in table.items():
             merged = run.summary.get("workloads", {}).get(wl) or {}
             hosts = [r["host"] for r in rows]
+            plot = _plots(wl, _rows_of(latency, wl), _rows_of(seconds, wl), hosts,
+                          f"hosts{len(views)}")  # fmt: skip
             views.append(HostsView(run.run_id, wl, [_row(r) for r in rows], _fleet_line(merged),
-                                   _plots(run, wl, hosts, f"hosts{len(views)}")))  # fmt: skip
+                                   plot))  # fmt: skip
     return views
 
 
@@ -89,9 +97,9 @@ def _fleet_line(merged: dict[str, Any]) -> str:
     )
 
 
-def _plots(run: Run, wl: str, hosts: list[str], name: str) -> list[Plot]:
-    latency = _columns(run, "host_latency.parquet", wl)
-    seconds = _columns(run, "host_intervals.parquet", wl)
+def _plots(
+    wl: str, latency: _Columns, seconds: _Columns, hosts: list[str], name: str
+) -> list[Plot]:
     merged = latency["flowop"] == None  # noqa: E711 - the workload's own histogram
     cdfs, timelines = [], []
     for i, host in enumerate(hosts):
@@ -111,9 +119,16 @@ def _plots(run: Run, wl: str, hosts: list[str], name: str) -> list[Plot]:
     ]  # fmt: skip
 
 
-def _columns(run: Run, file: str, wl: str) -> dict[str, np.ndarray[Any, Any]]:
-    """One workload's rows of a per-host file, as NumPy columns (the report loads no pandas)."""
+_Columns = dict[str, np.ndarray[Any, Any]]
+
+
+def _columns(run: Run, file: str) -> _Columns:
+    """A per-host file as NumPy columns (the report loads no pandas)."""
     table = pq.read_table(run.path / file).to_pydict()
-    keep = np.array(table["workload"], dtype=object) == wl
-    return {k: np.array(v, dtype=object if k in ("host", "flowop") else None)[keep]
+    return {k: np.array(v, dtype=object if k in ("host", "flowop", "workload") else None)
             for k, v in table.items() if k not in ("slow_ns", "slow_ops")}  # fmt: skip
+
+
+def _rows_of(columns: _Columns, wl: str) -> _Columns:
+    keep = columns["workload"] == wl
+    return {k: v[keep] for k, v in columns.items()}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from iowatt.errors import ConfigError, IowattError, RunInterrupted
+from iowatt.errors import ConfigError, IowattError, RunInterrupted, one_line
 from iowatt.fleet.spec import ClusterSpec
 from iowatt.sim.grid import Axis, points, with_values
 from iowatt.store.manifest import run_manifest
@@ -28,10 +28,8 @@ def _point(fn: PointFn, plan: Any, model: Mapping[str, Any], values: Mapping[str
     """One point on a worker; a failure is returned, not raised (Dask would log it)."""
     try:
         return [flat(r) for r in fn(plan, with_values(model, values))]
-    except IowattError as e:
-        return e.message
     except Exception as e:  # the engine refused a value: the point says which
-        return f"{type(e).__name__}: {e}"
+        return one_line(e)
 
 
 def flat(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -89,7 +87,7 @@ def run_grid(
                     try:
                         got = future.result()
                     except Exception as e:  # its worker died, or the task was lost
-                        got = f"{type(e).__name__}: {e}"
+                        got = one_line(e)
                     keys = {"point": i, **grid[i]}
                     if isinstance(got, str):
                         failed.append(f"point {i} ({_describe(grid[i])}): {got}")
@@ -137,9 +135,8 @@ def _write(
 
     from iowatt.store.catalog import publish
 
-    recorded = plan.recorded() if hasattr(plan, "recorded") else {"model": plan.model}
     config = {"simulator": simulator, "axes": [{"key": a.key, "values": list(a.values)}
-                                               for a in axes], "base": recorded}  # fmt: skip
+                                               for a in axes], "base": plan.recorded()}  # fmt: skip
     manifest = run_manifest(writer.run_id, "sim-grid", None if failure is None else
                             failure.message, started_ns, 0, dict(labels), config)  # fmt: skip
     done = len({r["point"] for r in rows})

@@ -34,6 +34,11 @@ class TasksPlan:
     results: Path
     labels: dict[str, str] = field(default_factory=dict)
 
+    def recorded(self) -> dict[str, Any]:
+        """The manifest's ``config``: the simulator's whole input."""
+        return {"sets": self.sets, "types": self.types, "model": self.model,
+                "per_core": self.per_core, "disks": self.disks, "nodes": self.nodes}  # fmt: skip
+
 
 def load_sets(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(task types, sets): the shipped ones, extended by the set file ``path``'s."""
@@ -173,12 +178,11 @@ def run(plan: TasksPlan) -> tuple[Path, list[dict[str, Any]]]:
     started_ns = time.time_ns()
     rows = simulate(plan)
     writer = RunWriter(plan.results, new_run_id("sim-tasks"))
-    config = {"sets": plan.sets, "types": plan.types, "model": plan.model,
-              "per_core": plan.per_core, "disks": plan.disks, "nodes": plan.nodes}  # fmt: skip
     writer.write_json(
         "manifest.json",
-        run_manifest(writer.run_id, "sim-tasks", None, started_ns, 0, plan.labels, config),
-    )
+        run_manifest(writer.run_id, "sim-tasks", None, started_ns, 0, plan.labels,
+                     plan.recorded()),
+    )  # fmt: skip
     writer.write_json("summary.json", {"run_id": writer.run_id, "kind": "sim-tasks",
                                        "status": "complete", "tasks": rows})  # fmt: skip
     table = pa.Table.from_pylist([{"run_id": writer.run_id, **r} for r in rows], TASKS_SIM_SCHEMA)

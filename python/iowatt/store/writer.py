@@ -46,6 +46,14 @@ def new_run_id(kind: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{kind}-{secrets.token_hex(3)}"
 
 
+def make_marked(path: Path, run_id: str) -> Path:
+    """Creates ``path`` as a directory of run ``run_id``'s, with the marker naming the run (on
+    another host of a fleet, where no owner record of this machine's can list it)."""
+    path.mkdir()
+    (path / MARKER).write_text(run_id)
+    return path
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Replaces ``path`` with ``data`` all at once: a reader sees the old file or the new one,
     and a crash leaves one of them, never half of either."""
@@ -115,9 +123,7 @@ class RunWriter:
         marker naming the run): a killed run's leftovers are found, and known to be iowatt's."""
         self._owner["creates"].append(str(path.absolute()))
         self._write_owner()
-        path.mkdir()
-        (path / MARKER).write_text(self.run_id)
-        return path
+        return make_marked(path, self.run_id)
 
     def write_json(self, name: str, data: Mapping[str, Any]) -> None:
         self.files[name] = (json.dumps(data, indent=2, default=str) + "\n").encode()

@@ -20,13 +20,12 @@ from typing import Any
 
 from iowatt._engine import WorkloadResult, WorkloadRun, drive, result_failure
 from iowatt.bench.config import WorkloadConfig
-from iowatt.errors import SourceUnavailableError
+from iowatt.bench.held import run_held
+from iowatt.errors import SourceUnavailableError, one_line
 from iowatt.fleet.hosts import Targets, file_safe, pick
 from iowatt.hostinfo import target_facts
-from iowatt.store.writer import MARKER
+from iowatt.store.writer import make_marked
 from iowatt.sweep.plan import Disk, Generator, Request, SweepConfig, check_disk
-
-STOP_POLL_S = 0.2
 
 
 @dataclass
@@ -56,7 +55,7 @@ def _caught(fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
     except Exception as e:
-        return str(getattr(e, "message", None) or f"{type(e).__name__}: {e}")
+        return one_line(e)
 
 
 def connect_hosts(client: Any, config: SweepConfig) -> Hosts:
@@ -112,8 +111,7 @@ def _layout_host(args: tuple[list[tuple[Disk, WorkloadConfig]], str]) -> Any:
     def lay_out() -> bool:
         for d, _ in jobs:
             assert d.workdir is not None
-            d.workdir.mkdir()
-            (d.workdir / MARKER).write_text(run_id)
+            make_marked(d.workdir, run_id)
         runs = [WorkloadRun.fileio(wl.engine_spec(d.target, d.device)) for d, wl in jobs]
         drive(runs)
         for r in runs:
@@ -162,36 +160,11 @@ def generate(
 
 
 def _generate_host(jobs: list[tuple[Disk, WorkloadConfig]], gate: Any) -> Any:
-    """On a host: its disks' generators held until the common start, then run; returns each
-    result with when it began measuring on this host's wall clock."""
-    runs = [WorkloadRun.fileio(wl.engine_spec(d.target, d.device)) for d, wl in jobs]
-    for r in runs:
-        r.hold()
-        r.start()
-    for r in runs:
-        while r.progress()["phase"] != "ready":
-            if r.wait(0.01):
-                raise result_failure(r.result())
-    instant = gate.ready(wait=False)
-    if instant is None:
-        for r in runs:
-            r.cancel()
-        for r in runs:
-            r.wait(60.0)
-        return None
-    for r in runs:
-        r.release(instant)
-    while not all(r.wait(STOP_POLL_S / len(runs)) for r in runs):
-        if gate.stopped():
-            for r in runs:
-                r.cancel()
-    out = []
-    for r in runs:
-        result = r.result()
-        started = time.time_ns() - (time.monotonic_ns() - result["measure_start_ns"])
-        out.append((result, started))
-    gate.start_ns = min(s for _, s in out)
-    return out
+    """On a host: its disks' generators held until the common start, then run; each result
+    with when it began measuring on this host's wall clock."""
+    held = run_held([WorkloadRun.fileio(wl.engine_spec(d.target, d.device)) for d, wl in jobs],
+                    gate)  # fmt: skip
+    return None if held is None else held.results
 
 
 def clean_up(hosts: Hosts, config: SweepConfig) -> None:
