@@ -173,7 +173,7 @@ def _write(tmp_path: Path, text: str) -> Path:
             ("bad.f:5:", "frobnicate"),
         ),
         ("set $dir=/tmp\nset $n 16k\nrun 1\n", ("bad.f:2:",)),
-        ('set $dir=/tmp\nsystem "rm -rf /"\n', ("bad.f:2:", "system")),
+        ("set $dir=/tmp\nenable multi master=a,client=b\n", ("bad.f:2:", "enable multi")),
     ],
 )
 def test_a_malformed_file_names_its_line_and_runs_nothing(

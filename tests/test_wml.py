@@ -11,6 +11,7 @@ import pytest
 
 from iowatt._engine import WorkloadRun
 from iowatt.errors import EXIT_USAGE, ConfigError
+from iowatt.units import MAX_SIZE
 from iowatt.wml import BUILTIN, Program, WmlError, builtin_path, parse_file, parse_text
 
 HERE = Path(__file__).parent
@@ -60,7 +61,10 @@ def check_size(dist: Any) -> None:
     assert isinstance(dist, dict) and len(dist) == 1
     (kind, v), *_ = dist.items()
     assert kind in ENUMS["SizeDist"]
-    if kind == "fixed":
+    if kind == "bounded":
+        assert set(v) == {"of", "round", "min", "max"} and 0 <= v["min"] <= v["max"]
+        check_size(v["of"])
+    elif kind == "fixed":
         assert isinstance(v, int) and v >= 0
     elif kind == "gamma":
         assert set(v) == {"mean", "shape", "min"} and v["mean"] >= 0 and v["shape"] > 0
@@ -123,7 +127,7 @@ def one_thread(*flowops: str, head: str = HEAD) -> str:
 
 
 def test_the_contract_is_read_from_spec_rs() -> None:
-    assert len(ENUMS["OpKind"]) == 30 and "appendfilerand" in ENUMS["OpKind"]
+    assert len(ENUMS["OpKind"]) == 31 and "composite" in ENUMS["OpKind"]
     assert ENUMS["Quit"] == {"timeout", "alldone", "firstdone"}
     assert {"name", "kind", "iosize_dist"} <= STRUCTS["Flowop"][0]
     assert STRUCTS["ThreadSpec"][1] == {"name", "instances", "flowops"}
@@ -131,34 +135,18 @@ def test_the_contract_is_read_from_spec_rs() -> None:
 
 # --- FileBench's own workload files ---
 
-# The shipped files iowatt refuses, each for a construct it does not run (createdelete-swing.f,
-# GPL-licensed and not copied here, is refused for its composite flowops too).
-REFUSED = {
-    "compflow_demo.f": (38, "a composite flowop (`define flowop`)"),
-    "netsfs.f": (72, "a composite flowop (`define flowop`)"),
-    "networkfs.f": (36, "arithmetic (`$nfiles * $eventrate`)"),
-    "randomfileaccess.f": (62, "the `indexed` flowop attribute"),
-}
 FILEBENCH_FILES = sorted(p.name for p in FILEBENCH.glob("*.f"))
 
 
 def test_the_filebench_copies_keep_their_license_headers() -> None:
-    assert len(FILEBENCH_FILES) == 46 and set(REFUSED) <= set(FILEBENCH_FILES)
+    assert len(FILEBENCH_FILES) == 46
     for name in FILEBENCH_FILES:
         text = (FILEBENCH / name).read_text()
         assert name == "cvar_example.f" or "CDDL HEADER START" in text
 
 
 @pytest.mark.parametrize("name", FILEBENCH_FILES)
-def test_filebench_workload_parses_or_is_refused_for_a_named_construct(name: str) -> None:
-    if name in REFUSED:
-        line, construct = REFUSED[name]
-        with pytest.raises(WmlError) as info:
-            parse_file(FILEBENCH / name, dir=Path("/tmp"))
-        assert info.value.message.startswith(f"{FILEBENCH / name}:{line}: ")
-        assert construct in info.value.message and "is not supported" in info.value.message
-        assert info.value.hint is not None and info.value.hint.startswith(UNSUPPORTED)
-        return
+def test_every_filebench_workload_models(name: str) -> None:
     program = parse_file(FILEBENCH / name, dir=Path("/tmp"))
     model_of(program)
     assert program.name == name.removesuffix(".f") and program.variables["dir"] == "/tmp"
@@ -308,7 +296,7 @@ def test_every_flowop() -> None:
     p = parse_file(FIXTURES / "every_flowop.f", dir=TARGET)
     model = model_of(p)
     kinds = {op["kind"] for t in model["threads"] for op in t["flowops"]}
-    assert kinds == ENUMS["OpKind"]
+    assert kinds == ENUMS["OpKind"] - {"composite"}  # tests/test_wml_script.py has those
     assert (p.runtime_s, p.quit, p.eventgen_rate) == (2.0, "timeout", 1000.0)
     assert p.messages == ["every_flowop: 2 churn threads, I/O size 4096"]
     assert p.usage == ["set $nthreads to change the churn threads"]
@@ -358,7 +346,7 @@ def test_overrides_replace_the_files_values() -> None:
 def test_unknown_override_lists_the_files_variables() -> None:
     with pytest.raises(WmlError) as info:
         parse_file(builtin_path("varmail"), {"nthread": "4"}, dir=TARGET)
-    assert info.value.message == "varmail.f: --set nthread: the file never sets `$nthread`"
+    assert info.value.message == "varmail.f: --set nthread: the file never uses `$nthread`"
     assert info.value.hint is not None and "nthreads" in info.value.hint
     assert info.value.exit_code == EXIT_USAGE and isinstance(info.value, ConfigError)
 
@@ -401,7 +389,7 @@ def test_variables_bind_late_and_substitute_in_echo() -> None:
     ("text", "message", "hint"),
     [
         (one_thread("read name=r,filename=f,iosize=$nosuch"),
-         "t.f:7: undefined variable `$nosuch`", "set it with `set $nosuch=...`"),
+         "t.f:7: variable used but never set: `$nosuch` (line 7)", "--set nosuch=..."),
         (one_thread("read name=r,filename=f,", "  iosz=8k"),
          "t.f:8: unknown flowop attribute `iosz`",
          "flowop attributes are name, filename, fd, srcfd, iosize,"),
@@ -411,9 +399,6 @@ def test_variables_bind_late_and_substitute_in_echo() -> None:
         (one_thread("read filename=f"), "t.f:7: the `read` flowop has no name", None),
         (one_thread("read name=r,filename=f,rotatefd"),
          "t.f:7: unknown flowop attribute `rotatefd`", "FileBench spells it `opennext`"),
-        (one_thread("read name=r,filename=f,indexed=$i"),
-         "t.f:7: the `indexed` flowop attribute (picking files by a random index) is not supported",
-         UNSUPPORTED),
         (one_thread("sempost name=s,target=nosuch,value=1"),
          "t.f:7: target `nosuch` is not the name of a flowop", None),
         (one_thread("sempost name=s,value=1", "hog name=h,value=1"),
@@ -431,30 +416,20 @@ def test_variables_bind_late_and_substitute_in_echo() -> None:
         ('echo "open\n\n', "t.f:1: unterminated quoted string", None),
         ("set $a=1 @\n", "t.f:1: illegal character `@`", None),
         ("set $a=1\n/* never closed\n", "t.f:2: unterminated `/*` comment", None),
-        ("set $a=1\nsystem \"rm -rf /\"\n", "t.f:2: `system` is not supported", UNSUPPORTED),
-        ("set $a=1\n\nsleep 10\n", "t.f:3: `sleep` is not supported", UNSUPPORTED),
-        ("enable multi master=a,client=b\n", "t.f:1: `enable multi` (multi-client runs)",
-         UNSUPPORTED),
-        ("domultisync value=1\n", "t.f:1: `domultisync` is not supported", UNSUPPORTED),
-        ("quit\n", "t.f:1: `quit` is not supported", UNSUPPORTED),
+        ("enable multi master=a,client=b\n",
+         "t.f:1: `enable multi` (FileBench's multi-client runs) is not supported", "--cluster"),
+        ("domultisync value=1\n",
+         "t.f:1: `domultisync` (FileBench's multi-client runs) is not supported", "--cluster"),
         ("frobnicate all\n", "t.f:1: unknown statement `frobnicate`", UNSUPPORTED),
         ("set $a=1\nflowop hog name=h\n", "t.f:2: `flowop` outside a thread's { }", None),
-        ("set $a=1\ndefine flowop name=c\n{\n}\n", "t.f:2: a composite flowop (`define flowop`)",
-         UNSUPPORTED),
-        ("set $n=2\nset $m=$n + 1\n", "t.f:2: arithmetic (`$n + 1`) is not supported", UNSUPPORTED),
-        ("define fileset name=s,path=/etc,entries=1,dirwidth=2\n",
-         "t.f:1: path `/etc` is outside the target `/srv/iowatt-target`",
-         "iowatt creates files only in its target; use path=$dir"),
+        ("set $a=1\ndefine flowop name=c\n{\n}\n",
+         "t.f:4: expected `flowop` in the composite flowop, found `}`", None),
         ("define fileset name=s,\n  path=$dir/../x,entries=1,dirwidth=2\n",
-         "t.f:2: `$dir/../x`: a variable cannot be joined to other text here",
-         'quote it, as in "$dir/../x"'),
+         "t.f:1: path `/srv/iowatt-target/../x` leads out of the work directory", "path=$dir"),
         ('define fileset name=s,\n  path="$dir/../x",entries=1,dirwidth=2\n',
-         "t.f:1: path `/srv/iowatt-target/../x` is outside the target", None),
-        ("define fileset name=s,path=$dir,entries=1,dirwidth=2,dirdepthrv=$d\n",
-         "t.f:1: the `dirdepthrv` fileset attribute", UNSUPPORTED),
+         "t.f:1: path `/srv/iowatt-target/../x` leads out of the work directory", None),
         ("define fileset name=s,path=$dir,entries=1,dirwidth=2,\n  iosize=1k\n",
          "t.f:2: unknown fileset attribute `iosize`", "fileset attributes are name, path,"),
-        ("define fileset name=s,path=$dir,entries=1\n", "t.f:1: fileset `s` has no dirwidth", None),
         ("define fileset name=s,path=$dir,dirwidth=20\n",
          "t.f:1: fileset `s` has no entries and no leafdirs", None),
         ("define fileset name=s,path=$dir,entries=1,dirwidth=2,\n  dirgamma=1.5\n",
@@ -470,8 +445,8 @@ def test_variables_bind_late_and_substitute_in_echo() -> None:
         ("set $s=cvar(type=cvar-zipf)\n", "t.f:1: unknown cvar type `cvar-zipf`", None),
         ("define randvar name=$r,type=tabular,randtable={{50,1,2},{40,3,4}}\n",
          "t.f:1: randtable percentages must add up to 100, not 90", None),
-        ("run 5\nrun 6\n", "t.f:2: a second `run` (the first is at line 1)", None),
-        ("run\nset $late=1\n", "t.f:2: `set` after `run` never takes effect", None),
+        ("run 5\nrun 6\n", "t.f:2: a second `run` (the processes start at line 1)", None),
+        ("run\nset $late=1\n", "t.f:2: `set` after the run (line 1) never takes effect", None),
     ],
 )  # fmt: skip
 def test_errors_name_the_line(text: str, message: str, hint: str | None) -> None:
@@ -487,18 +462,22 @@ def test_random_sizes_iowatt_cannot_draw_are_refused_where_used() -> None:
     e = wml_error(one_thread("read name=r,filename=f,iosize=$io", head=head))
     assert e.message == ("t.f:8: `iosize=$io`: cvar type `cvar-normal` (line 3) is not supported")
     assert e.hint is not None and e.hint.startswith(UNSUPPORTED)
-    clamp = HEAD + "set $io=cvar(type=cvar-gamma,parameters=mean:8192,max=64k)\n"
-    e = wml_error(one_thread("read name=r,filename=f,iosize=$io", head=clamp))
-    assert "clamping a cvar with max (line 3) is not supported" in e.message
+    clamp = HEAD + "set $io=cvar(type=cvar-gamma,parameters=mean:8192,max=64k,round=512)\n"
+    op = parse(one_thread("read name=r,filename=f,iosize=$io", head=clamp)).threads[0]["flowops"][0]
+    gamma = {"gamma": {"mean": 8192.0, "shape": 1.5, "min": 0}}
+    assert op["iosize_dist"] == {"bounded": {"of": gamma, "round": 512, "min": 0, "max": 65536}}
+    assert op["iosize"] == 4 * 8192 + 512  # buffers: 4 means of a gamma, rounded up
     head = HEAD + "set $io=8k\n"
     normal = {"io": "cvar(type=cvar-normal)"}
     e = wml_error(one_thread("read name=r,filename=f,iosize=$io", head=head), normal)
     assert e.message == "t.f:8: `iosize=$io`: cvar type `cvar-normal` (from --set) is not supported"
     rounded = {"io": "randvar(type=uniform,min=1k,mean=2k,round=512)"}
     p = parse(one_thread("read name=r,filename=f,iosize=$io", head=head), rounded)
-    assert p.warnings == [
-        "t.f: --set: rounding draws to multiples of 512 is not supported; sizes are not rounded"
-    ]
+    uniform = {"uniform": {"min": 1024, "max": 3072}}
+    assert p.threads[0]["flowops"][0]["iosize_dist"] == {
+        "bounded": {"of": uniform, "round": 512, "min": 0, "max": MAX_SIZE}
+    }
+    assert p.warnings == []
 
 
 # --- what the file says besides its entities ---
@@ -543,10 +522,9 @@ def test_randvars_follow_filebench() -> None:
     assert dists[1] == {"uniform": {"min": 1024, "max": 3072}}
     # The table's lowest value maps to min (0) and its mean (2k) stays the mean.
     assert dists[2] == {"tabular": [[50.0, 0, 0], [50.0, 4096, 4096]]}
-    assert dists[3] == {"tabular": [[100.0, 1024, 3072]]}
-    assert p.warnings == [
-        "t.f:6: rounding draws to multiples of 1024 is not supported; sizes are not rounded"
-    ]
+    rows = {"tabular": [[100.0, 1024, 3072]]}
+    assert dists[3] == {"bounded": {"of": rows, "round": 1024, "min": 0, "max": MAX_SIZE}}
+    assert p.warnings == []
     assert p.variables["g"] == "randvar(type=gamma,mean=8k)"
 
 

@@ -230,6 +230,10 @@ class WorkloadRun(_EngineJob):
         """The model the engine runs (recorded in the manifest)."""
         return cast(dict[str, Any], json.loads(self._run.model_json()))
 
+    def check(self) -> None:
+        """Raises the error the engine would stop this model with, without running it."""
+        _engine_call(self._run.check, self.name)
+
     def hold(self) -> None:
         """Once started, wait prepared (phase ``ready``) until :meth:`release`."""
         self._run.hold()
@@ -268,12 +272,13 @@ def drive(
     *,
     stop: Callable[[], bool] | None = None,
     poll_s: float = POLL_S,
+    started: bool = False,
 ) -> None:
-    """Starts every handle and waits until all have ended, calling ``on_tick`` about every
-    ``poll_s``. When ``stop`` says so, on Ctrl-C or on any error the handles are cancelled and
-    waited for (an engine stops within one operation), so their results are always there to
-    read; the interrupt or error is raised again after."""
-    for h in handles:
+    """Starts every handle (unless ``started`` already) and waits until all have ended, calling
+    ``on_tick`` about every ``poll_s``. When ``stop`` says so, on Ctrl-C or on any error the
+    handles are cancelled and waited for (an engine stops within one operation), so their
+    results are always there to read; the interrupt or error is raised again after."""
+    for h in handles if not started else ():
         h.start()
     try:
         while not all(h.wait(poll_s / len(handles)) for h in handles):

@@ -46,6 +46,7 @@ class WarningSink:
         self._show = show
         self._seen: set[RunWarning] = set()
         self.recorded: list[tuple[int, RunWarning]] = []  # (CLOCK_MONOTONIC ns, warning)
+        self.other: list[dict[str, Any]] = []  # events that are not warnings
 
     def warn(self, warning: RunWarning) -> None:
         if warning in self._seen:
@@ -59,9 +60,15 @@ class WarningSink:
         for w in warnings:
             self.warn(w)
 
+    def event(self, source: str, kind: str, message: str) -> None:
+        """Keeps an event of the run that is not a warning (a workload file's command...)."""
+        self.other.append(
+            {"mono_ns": time.monotonic_ns(), "source": source, "kind": kind, "message": message}
+        )
+
     def events(self) -> list[dict[str, Any]]:
-        """Rows for the run's events table."""
-        return [
+        """Rows for the run's events table, in time order."""
+        warnings = [
             {
                 "mono_ns": t,
                 "source": "iowatt",
@@ -70,3 +77,4 @@ class WarningSink:
             }
             for t, w in self.recorded
         ]
+        return sorted(warnings + self.other, key=lambda e: e["mono_ns"])

@@ -43,6 +43,11 @@ impl WorkloadRun {
         })
     }
 
+    /// Checks the model as a run would before starting, without running it.
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        iowatt_workload::validate(self.handle.workload()).map_err(|e| from_workload(py, &e))
+    }
+
     /// The workload model (files, threads, flowops) as JSON.
     fn model_json(&self) -> String {
         serde_json::to_string(self.handle.workload()).expect("the model serializes")

@@ -24,6 +24,20 @@ impl SizeDist {
                 }
                 rows.last().map_or(0, |r| r.2)
             }
+            SizeDist::Bounded {
+                of,
+                round,
+                min,
+                max,
+            } => {
+                let v = of.sample(rng);
+                let v = if *round > 0 {
+                    v.saturating_add(round / 2) / round * round
+                } else {
+                    v
+                };
+                v.clamp(*min, *max)
+            }
         }
     }
 
@@ -38,6 +52,8 @@ impl SizeDist {
                     .map(|&(w, min, max)| w / total * (min as f64 + max as f64) / 2.0)
                     .sum()
             }
+            // Near enough for sizing a layout: rounding moves each draw by less than `round`.
+            SizeDist::Bounded { of, min, max, .. } => of.mean().clamp(*min as f64, *max as f64),
         }
     }
 
@@ -51,6 +67,7 @@ impl SizeDist {
                     && rows.iter().all(|r| r.0 >= 0.0 && r.1 <= r.2)
                     && rows.iter().any(|r| r.0 > 0.0)
             }
+            SizeDist::Bounded { of, min, max, .. } => min <= max && of.validate().is_ok(),
         };
         if ok {
             Ok(())

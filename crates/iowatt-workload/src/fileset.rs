@@ -40,12 +40,14 @@ impl Layout {
             layout.sizes.push(spec.size.sample(rng));
             return layout;
         }
-        let width = spec.dirwidth.max(1) as f64;
+        let width = spec.dirwidth as f64;
         let total = (spec.entries + spec.leafdirs).max(1) as f64;
-        let meandepth = if width > 1.0 {
-            total.ln() / width.ln()
-        } else {
-            1.0
+        // Width 0 (a fileset without dirwidth, which FileBench still lays out): ln(0) is -inf,
+        // so the depth is 0 and every directory under the root is a leaf of one file.
+        let meandepth = match spec.dirwidth {
+            0 => 0.0,
+            1 => 1.0,
+            _ => total.ln() / width.ln(),
         };
         let mut tree = Tree {
             spec,
@@ -157,12 +159,15 @@ impl Entries {
         e
     }
 
-    fn pick(&mut self, exists: bool, tid: u64, closed: bool) -> Pick {
+    /// The entry at or after the rotor (or at or after `at`, FileBench's pick by index,
+    /// which moves no rotor), skipping busy ones.
+    fn pick(&mut self, exists: bool, tid: u64, closed: bool, at: Option<u32>) -> Pick {
         let (set, rotor) = if exists {
             (&self.exists, *self.ex_rotor.get(&tid).unwrap_or(&0))
         } else {
             (&self.absent, self.ne_rotor)
         };
+        let rotor = at.unwrap_or(rotor);
         if set.is_empty() {
             return Pick::None;
         }
@@ -176,10 +181,12 @@ impl Entries {
             return Pick::AllBusy;
         };
         self.busy[found as usize] = true;
-        if exists {
-            self.ex_rotor.insert(tid, found + 1);
-        } else {
-            self.ne_rotor = found + 1;
+        match (at, exists) {
+            (Some(_), _) => {}
+            (None, true) => {
+                self.ex_rotor.insert(tid, found + 1);
+            }
+            (None, false) => self.ne_rotor = found + 1,
         }
         Pick::Got(found)
     }
@@ -270,9 +277,16 @@ impl FilesetState {
         self.picks.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// An existing (or absent) file, marked busy until [`Self::release_file`].
-    pub fn pick_file(&self, exists: bool, tid: u64, stopping: &dyn Fn() -> bool) -> Option<u32> {
-        self.pick_with(stopping, |p| p.files.pick(exists, tid, false))
+    /// An existing (or absent) file, marked busy until [`Self::release_file`]: the next in
+    /// rotation, or with `at` the first at or after that index.
+    pub fn pick_file(
+        &self,
+        exists: bool,
+        tid: u64,
+        at: Option<u32>,
+        stopping: &dyn Fn() -> bool,
+    ) -> Option<u32> {
+        self.pick_with(stopping, |p| p.files.pick(exists, tid, false, at))
     }
 
     /// An existing file no thread has open, for deletefile. FileBench picks the next existing
@@ -280,7 +294,7 @@ impl FilesetState {
     /// entry is left and the run stops ("could not obtain a file"), in a few seconds for
     /// varmail on fast storage. Moving on to the next closed file keeps them in step.
     pub fn pick_closed_file(&self, stopping: &dyn Fn() -> bool) -> Option<u32> {
-        self.pick_with(stopping, |p| p.files.pick(true, 0, true))
+        self.pick_with(stopping, |p| p.files.pick(true, 0, true, None))
     }
 
     pub fn release_file(&self, i: u32, exists: Option<bool>, open_delta: i32) {
@@ -303,8 +317,13 @@ impl FilesetState {
         self.lock().files.open[i as usize]
     }
 
-    pub fn pick_leafdir(&self, exists: bool, stopping: &dyn Fn() -> bool) -> Option<u32> {
-        self.pick_with(stopping, |p| p.leafdirs.pick(exists, 0, false))
+    pub fn pick_leafdir(
+        &self,
+        exists: bool,
+        at: Option<u32>,
+        stopping: &dyn Fn() -> bool,
+    ) -> Option<u32> {
+        self.pick_with(stopping, |p| p.leafdirs.pick(exists, 0, false, at))
     }
 
     pub fn release_leafdir(&self, i: u32, exists: Option<bool>) {
@@ -402,43 +421,56 @@ mod tests {
     }
 
     #[test]
+    fn a_pick_by_index_starts_there_and_moves_no_rotor() {
+        let mut e = Entries::new(&[true, false, true, true]);
+        // 1 does not exist: the next existing entry at or after it.
+        assert_eq!(e.pick(true, 0, false, Some(1)), Pick::Got(2));
+        // 2 is busy now: on to 3, and past the end back to 0.
+        assert_eq!(e.pick(true, 0, false, Some(2)), Pick::Got(3));
+        assert_eq!(e.pick(true, 0, false, Some(3)), Pick::Got(0));
+        e.release(0, None, 0);
+        // The rotor never moved: a pick in rotation still starts at 0.
+        assert_eq!(e.pick(true, 0, false, None), Pick::Got(0));
+    }
+
+    #[test]
     fn picks_go_round_in_order_and_skip_busy_entries() {
         let mut e = Entries::new(&[true, false, true, true]);
-        assert_eq!(e.pick(true, 0, false), Pick::Got(0));
-        assert_eq!(e.pick(true, 0, false), Pick::Got(2));
+        assert_eq!(e.pick(true, 0, false, None), Pick::Got(0));
+        assert_eq!(e.pick(true, 0, false, None), Pick::Got(2));
         e.release(2, None, 1);
-        assert_eq!(e.pick(true, 0, false), Pick::Got(3));
+        assert_eq!(e.pick(true, 0, false, None), Pick::Got(3));
         // 0 is still busy: the rotor wraps past it to 2.
-        assert_eq!(e.pick(true, 0, false), Pick::Got(2));
-        assert_eq!(e.pick(false, 0, false), Pick::Got(1));
+        assert_eq!(e.pick(true, 0, false, None), Pick::Got(2));
+        assert_eq!(e.pick(false, 0, false, None), Pick::Got(1));
         assert_eq!(
-            e.pick(false, 0, false),
+            e.pick(false, 0, false, None),
             Pick::AllBusy,
             "the only absent entry is busy"
         );
         e.release(1, Some(true), 0);
         assert!(e.exists.contains(&1) && e.absent.is_empty());
         assert_eq!(
-            e.pick(false, 0, false),
+            e.pick(false, 0, false, None),
             Pick::None,
             "no absent entry at all"
         );
         // A thread with its own rotor (opennext) starts from the beginning.
         e.release(0, None, 0);
-        assert_eq!(e.pick(true, 7, false), Pick::Got(0));
+        assert_eq!(e.pick(true, 7, false, None), Pick::Got(0));
     }
 
     #[test]
     fn a_pick_for_deletion_passes_over_open_files() {
         let mut e = Entries::new(&[true, true, true]);
-        assert_eq!(e.pick(true, 0, false), Pick::Got(0));
+        assert_eq!(e.pick(true, 0, false, None), Pick::Got(0));
         e.release(0, None, 1); // 0 is open
         e.ex_rotor.insert(0, 0);
-        assert_eq!(e.pick(true, 0, true), Pick::Got(1));
+        assert_eq!(e.pick(true, 0, true, None), Pick::Got(1));
         e.release(1, None, 0);
         e.ex_rotor.insert(0, 0);
         assert_eq!(
-            e.pick(true, 0, false),
+            e.pick(true, 0, false, None),
             Pick::Got(0),
             "opening it again is fine"
         );

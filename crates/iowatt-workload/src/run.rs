@@ -337,9 +337,30 @@ fn execute<'w, T: Send>(
     if output.status == Status::Complete && progress.is_cancelled() && stopped_at < frame.end {
         output.status = Status::Cancelled;
     }
-    output.flowops = flowops;
+    output.flowops = merge_same_names(flowops);
     progress.set_phase(Phase::Done);
     Ok(output)
+}
+
+/// Flowops of one name and kind — a composite flowop used by several threads, or threads
+/// of different processes naming theirs alike — are one row, as FileBench reports them.
+fn merge_same_names(flowops: Vec<FlowopOutput>) -> Vec<FlowopOutput> {
+    let mut out: Vec<FlowopOutput> = Vec::with_capacity(flowops.len());
+    for f in flowops {
+        match out
+            .iter_mut()
+            .find(|g| g.name == f.name && g.kind == f.kind)
+        {
+            Some(g) => {
+                g.ops += f.ops;
+                g.bytes += f.bytes;
+                g.errors += f.errors;
+                g.hist.merge(&f.hist);
+            }
+            None => out.push(f),
+        }
+    }
+    out
 }
 
 fn bind(f: &Flowop, file: &FileSpec, rng: &mut Rng) -> Result<BoundFlowop, WorkloadError> {
@@ -382,7 +403,8 @@ fn bind(f: &Flowop, file: &FileSpec, rng: &mut Rng) -> Result<BoundFlowop, Workl
     })
 }
 
-fn validate(w: &Workload) -> Result<(), WorkloadError> {
+/// Whether the engine would run `w`, without running it (`iowatt bench FILE.f --check`).
+pub fn validate(w: &Workload) -> Result<(), WorkloadError> {
     let bad = |msg: String| Err(WorkloadError::Invalid(msg));
     if w.threads.is_empty() || w.total_threads() == 0 {
         return bad("it has no threads".into());
@@ -402,12 +424,36 @@ fn validate(w: &Workload) -> Result<(), WorkloadError> {
         if t.flowops.is_empty() {
             return bad(format!("thread `{}` has no flowops", t.name));
         }
+        validate_composites(t)?;
     }
     if w.filesets.is_empty() {
         validate_files(w)
     } else {
         validate_filesets(w)
     }
+}
+
+/// A composite's body is a non-empty run of the flowops after it, inside any composite it is
+/// part of.
+fn validate_composites(t: &ThreadSpec) -> Result<(), WorkloadError> {
+    let mut ends: Vec<usize> = vec![t.flowops.len()];
+    for (i, f) in t.flowops.iter().enumerate() {
+        while ends.last().is_some_and(|&end| end <= i) {
+            ends.pop();
+        }
+        if f.kind == OpKind::Composite {
+            let end = i + 1 + f.value as usize;
+            if f.value == 0 || ends.last().is_some_and(|&outer| end > outer) {
+                return Err(WorkloadError::Invalid(format!(
+                    "composite flowop `{}` of thread `{}` has a body of {} flowops, which does \
+                     not fit in the flowops after it",
+                    f.name, t.name, f.value
+                )));
+            }
+            ends.push(end);
+        }
+    }
+    Ok(())
 }
 
 fn validate_files(w: &Workload) -> Result<(), WorkloadError> {

@@ -48,6 +48,9 @@ pub enum OpKind {
     Wakeup,
     FinishOnCount,
     FinishOnBytes,
+    /// A composite flowop (`define flowop`): runs the `value` flowops after it, its body,
+    /// `iters` times; its own statistics time the whole body.
+    Composite,
 }
 
 impl OpKind {
@@ -68,6 +71,7 @@ impl OpKind {
                 | OpKind::Wakeup
                 | OpKind::FinishOnCount
                 | OpKind::FinishOnBytes
+                | OpKind::Composite
         )
     }
 
@@ -117,6 +121,7 @@ impl OpKind {
             OpKind::Wakeup => "wakeup",
             OpKind::FinishOnCount => "finishoncount",
             OpKind::FinishOnBytes => "finishonbytes",
+            OpKind::Composite => "composite",
         }
     }
 }
@@ -141,6 +146,21 @@ pub enum SizeDist {
     },
     /// Rows of (weight, min, max): a row is chosen by weight, then a value uniform in it.
     Tabular(Vec<(f64, u64, u64)>),
+    /// A draw of `of` rounded to the nearest multiple of `round` (if not 0), then clamped to
+    /// [`min`, `max`]: a randvar's `round`, a cvar's `round`, `min` and `max`.
+    Bounded {
+        of: Box<SizeDist>,
+        #[serde(default)]
+        round: u64,
+        #[serde(default)]
+        min: u64,
+        #[serde(default = "u64_max")]
+        max: u64,
+    },
+}
+
+fn u64_max() -> u64 {
+    u64::MAX
 }
 
 /// A FileBench fileset: `entries` files in a directory tree under `path/name`, or, for
@@ -244,6 +264,10 @@ pub struct Flowop {
     /// The thread's descriptor slot (FileBench's `fd`); 0 is the default slot.
     #[serde(default)]
     pub fd: u32,
+    /// Pick the file at this index (drawn each time, modulo the fileset's entries) instead of
+    /// the next in rotation: FileBench's `indexed`.
+    #[serde(default)]
+    pub index: Option<SizeDist>,
     /// The slot whose file's size `writewholefile` writes.
     #[serde(default)]
     pub srcfd: u32,
@@ -257,7 +281,7 @@ pub struct Flowop {
     #[serde(default = "one")]
     pub iters: u32,
     /// The count, size or duration a flowop takes (hog loops, delay seconds, semaphore counts,
-    /// finishoncount ops, finishonbytes bytes).
+    /// finishoncount ops, finishonbytes bytes, a composite's body length).
     #[serde(default)]
     pub value: u64,
     /// The flowop a sempost/wakeup signals, or whose counts a limit or finish flowop watches.
@@ -289,6 +313,7 @@ impl Default for Flowop {
             workingset: 0,
             fd: 0,
             srcfd: 0,
+            index: None,
             opennext: false,
             noreadahead: false,
             iters: 1,

@@ -54,6 +54,8 @@ class Options:
     slow: str | None = None
     # NAME=VALUE variables for FileBench workload files.
     sets: tuple[str, ...] = ()
+    # Refuse workload files that run shell commands (`system`).
+    no_system: bool = False
 
 
 @dataclass
@@ -192,7 +194,9 @@ def _check_rate(rate: object) -> float:
     return value
 
 
-def resolve_common(opts: Options, default_runtime: str) -> dict[str, Any]:
+def resolve_common(
+    opts: Options, default_runtime: str, default_ramp: float = 0.0
+) -> dict[str, Any]:
     """The timing every kind of workload takes from the command line."""
     runtime = opts.runtime or default_runtime
     runtime_s = parse_duration(runtime, "--runtime")
@@ -200,6 +204,6 @@ def resolve_common(opts: Options, default_runtime: str) -> dict[str, Any]:
         raise ConfigError(f"--runtime `{runtime}` must be longer than zero", "e.g. --runtime 30s")
     return {
         "runtime_s": runtime_s,
-        "ramp_s": parse_duration(opts.ramp or 0, "--ramp"),
+        "ramp_s": parse_duration(opts.ramp, "--ramp") if opts.ramp else default_ramp,
         "slow_ns": parse_thresholds(opts.slow) if opts.slow else list(DEFAULT_SLOW_NS),
     }

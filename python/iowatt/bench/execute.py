@@ -20,6 +20,7 @@ from iowatt._engine import WorkloadRun, drive, result_failure
 from iowatt.bench import filemacro
 from iowatt.bench.config import BenchConfig, Outcome, Reporter, SilentReporter, WorkloadConfig
 from iowatt.bench.power import BenchPower
+from iowatt.bench.steps import StepFailed, Steps
 from iowatt.bench.summary import workload_summary
 from iowatt.bench.write import write_run
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, TargetError
@@ -74,10 +75,13 @@ def run(
                 # Each workload file lays out its own filesets, often under the same names.
                 where = workdir / wl.name
                 where.mkdir()
-            outcome = _run_workload(wl, where, device, reporter, power.drain)
+            outcome, stopped = _run_workload(wl, where, device, reporter, power.drain, sink)
             if where != workdir and where != target:
                 shutil.rmtree(where, ignore_errors=True)  # room for the next one
             outcomes.append(outcome)
+            if stopped is not None:
+                failure = stopped
+                break
             if outcome.result["status"] != "complete":
                 failure = result_failure(outcome.result)
                 break
@@ -163,8 +167,13 @@ def _run_workload(
     device: bool,
     reporter: Reporter,
     tick: Callable[[], None],
-) -> Outcome:
-    if wl.wml:
+    sink: WarningSink,
+) -> tuple[Outcome, StepFailed | None]:
+    """Runs one workload (and a workload file's commands around it); a command that failed
+    comes back with what was measured."""
+    steps = filemacro.steps(wl, where, reporter.note, sink) if wl.wml else None
+    if steps is not None:
+        steps.through("setup")
         engine = WorkloadRun.model(filemacro.model(wl, where))
     else:
         engine = WorkloadRun.fileio(wl.engine_spec(where, device))
@@ -174,9 +183,23 @@ def _run_workload(
         reporter.update(wl, engine.progress())
         tick()
 
+    def stop() -> bool:
+        """Runs the file's commands due while its processes run; true when one failed."""
+        if steps is None:
+            return False
+        p = engine.progress()
+        if p["phase"] not in ("ramp", "running", "finishing", "done"):
+            return False
+        started_ns = p["measure_start_ns"] - round(wl.ramp_s * 1e9)
+        return not steps.due((time.monotonic_ns() - started_ns) / 1e9)
+
     started = time.monotonic_ns()
-    with contextlib.suppress(KeyboardInterrupt):  # the engine stopped: its result says so
-        drive([engine], on_tick)
+    held = steps is not None and steps.has("laid_out")
+    with contextlib.suppress(KeyboardInterrupt, StepFailed):  # the engine's result says so
+        if held:
+            assert steps is not None
+            _laid_out_first(engine, steps)
+        drive([engine], on_tick, stop=stop, started=held)
     result = engine.result()
     summary = workload_summary(result)
     # Laying out files and filesets happens before the clock starts: how long it took.
@@ -184,4 +207,29 @@ def _run_workload(
     summary["layout_s"] = (measured_from - started) / 1e9 if measured_from > started else None
     outcome = Outcome(wl, result, summary, engine.model_dict())
     reporter.workload_finished(wl, outcome.summary)
-    return outcome
+    if steps is not None and steps.failed is None:
+        try:
+            steps.due(float("inf"))  # what the file does after its processes, in order
+            steps.through("after")
+        except StepFailed:
+            pass
+    return outcome, steps.failed if steps is not None else None
+
+
+def _laid_out_first(engine: WorkloadRun, steps: Steps) -> None:
+    """Lays the filesets out, runs the file's commands that come after its `create files`,
+    then lets the engine measure; the engine is left started (``drive`` waits for it)."""
+    engine.hold()
+    engine.start()
+    try:
+        while engine.progress()["phase"] != "ready":
+            if engine.wait(0.02):
+                return  # it ended while laying out: its result says why
+        steps.through("laid_out")
+    except BaseException:
+        engine.cancel()
+        while not engine.wait(0.1):
+            pass
+        raise
+    finally:
+        engine.release(time.time_ns())

@@ -9,15 +9,16 @@ directory when the run knows it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from iowatt.bench.config import Options, WorkloadConfig, resolve_common
+from iowatt.bench.steps import Steps
 from iowatt.errors import ConfigError, TargetError
 from iowatt.target import available_bytes
 from iowatt.units import format_bytes, parse_pairs, parse_size
-from iowatt.warnings import Kind, RunWarning
+from iowatt.warnings import Kind, RunWarning, WarningSink
 from iowatt.wml import BUILTIN, Program, builtin_path, parse_file
 
 SUITE = "filemacro"
@@ -26,8 +27,9 @@ DEFAULT_RUNTIME_S = 60.0  # FileBench's `run` without a duration
 _VARIABLE_OPTIONS = {"nthreads": "nthreads", "iosize": "iosize", "filesize": "filesize"}
 # bench options a workload file decides for itself
 _FILE_DECIDES = ("engine", "iodepth", "directio", "dsync", "rate")
-# Where a file is evaluated while planning: its filesets are placed for real at run time.
-_PLAN_DIR = Path("/iowatt-plan")
+# Where a file is evaluated while planning (and what --check shows as `$dir`): its filesets
+# are placed for real at run time.
+_PLAN_DIR = Path("/TARGET/iowatt-RUN")
 
 
 def is_wml(what: str) -> bool:
@@ -87,8 +89,10 @@ def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfi
     defined = {} if strict else parse_file(source, {}, dir=_PLAN_DIR).variables
     overrides = _overrides(opts, defined, strict)
     program = parse_file(source, overrides, dir=_PLAN_DIR)
+    if opts.no_system:
+        _refuse_commands(program)
     runtime_s = program.runtime_s or DEFAULT_RUNTIME_S
-    common = resolve_common(opts, default_runtime=f"{runtime_s}s")
+    common = resolve_common(opts, default_runtime=f"{runtime_s}s", default_ramp=program.ramp_s)
     v = program.variables
     return WorkloadConfig(
         name=program.name,
@@ -108,6 +112,17 @@ def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfi
         program=program,
         **common,
     )
+
+
+def _refuse_commands(program: Program) -> None:
+    lines = [st.line for st in program.steps if st.kind == "system"]
+    if lines:
+        where = ", ".join(str(n) for n in lines)
+        raise ConfigError(
+            f"{program.source}:{lines[0]}: the file runs shell commands (`system`, line "
+            f"{where}) and --no-system is given",
+            "read them with --check; drop --no-system to run them",
+        )
 
 
 def _size(text: str | None) -> int:
@@ -134,6 +149,22 @@ def warnings(wl: WorkloadConfig) -> list[RunWarning]:
     return [RunWarning(Kind.WML_IGNORED, w) for w in _program(wl).warnings]
 
 
+def steps(
+    wl: WorkloadConfig, workdir: Path, note: Callable[[str], None], sink: WarningSink
+) -> Steps:
+    """The file's commands around its run, with ``$dir`` the work directory: a file with
+    commands is read again there, as their text may hold ``$dir`` anywhere."""
+    assert wl.wml is not None
+    program = _program(wl)
+    if program.steps:
+        program = parse_file(Path(wl.wml), wl.overrides, dir=workdir)
+
+    def record(kind: str, message: str) -> None:
+        sink.event(program.name, kind, message)
+
+    return Steps(program, Path(wl.wml).parent, note, record)
+
+
 def model(wl: WorkloadConfig, workdir: Path) -> dict[str, Any]:
     """The engine's model of a workload file run in ``workdir``."""
     out = (
@@ -148,6 +179,11 @@ def model(wl: WorkloadConfig, workdir: Path) -> dict[str, Any]:
     )
     out["name"] = wl.name
     return out
+
+
+def model_for_check(wl: WorkloadConfig) -> tuple[Program, dict[str, Any]]:
+    """The program and its model, placed where planning placed it (``--check``)."""
+    return _program(wl), model(wl, _PLAN_DIR)
 
 
 def check_space(wl: WorkloadConfig, target: Path) -> None:

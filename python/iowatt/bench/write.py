@@ -90,8 +90,8 @@ def write_run(
     writer.write_table("latency.parquet", latency_table(writer.run_id, results))
     if power.data is not None:
         write_power_files(writer, power.data, power.t0, sink.events())
-    elif sink.recorded:
-        writer.write_table("events.parquet", event_table(writer.run_id, power.t0, sink.events()))
+    elif events := sink.events():
+        writer.write_table("events.parquet", event_table(writer.run_id, power.t0, events))
     run_dir = publish(writer, sink)
     if config.report and outcomes:
         from iowatt.report import write_report  # matplotlib is slow to import; only when needed

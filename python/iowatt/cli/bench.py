@@ -57,6 +57,11 @@ each, 64 MiB file) in a temporary directory.
 @click.option("--slow", help="Count operations above these latencies each second [100ms,200ms].")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="Set a workload file's $variable, e.g. --set nthreads=32.")  # fmt: skip
+@click.option("--no-system", is_flag=True,
+              help="Refuse a workload file that runs shell commands (`system`).")  # fmt: skip
+@click.option("--check", is_flag=True,
+              help="Read a workload file and list its variables, filesets, commands and "
+                   "notices; run nothing.")  # fmt: skip
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--repeat", type=int, default=1, help="Run it N times and summarise the series.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
@@ -78,8 +83,14 @@ def bench(
     repeat: int,
     quiet: bool,
     as_json: bool,
+    check: bool,
     **opts: object,
 ) -> None:
+    if check:
+        from iowatt.cli.wml_check import check_workloads
+
+        check_workloads(workload, suite, Options(**opts), as_json)  # type: ignore[arg-type]
+        return
     check_int(repeat, "--repeat", 1, MAX_RUNS, "--repeat 10")
     fleet = fleet_options(cluster, hosts, targets)
     if fleet and power:
@@ -121,11 +132,23 @@ def bench(
         click.echo(json.dumps(read_summary(run_dir), indent=2))
         return
     if not quiet:
+        _filebench_lines(config, run_dir)
         if fleet:
             show_hosts(run_dir)
         click.echo(f"run {run_dir.name} written to {run_dir}")
         if (run_dir / "report.html").exists():
             click.echo(f"report: {run_dir / 'report.html'}")
+
+
+def _filebench_lines(config: BenchConfig, run_dir: Path) -> None:
+    """FileBench's per-operation lines and IO Summary after each workload file's run."""
+    from iowatt.cli.io_summary import io_summary
+
+    summary = read_summary(run_dir)
+    for wl in config.workloads:
+        if wl.wml and wl.name in summary["workloads"]:
+            elapsed = summary["workloads"][wl.name]["runtime_s"] + wl.ramp_s
+            click.echo("\n".join(io_summary(summary["workloads"][wl.name], elapsed)))
 
 
 def _repeat(

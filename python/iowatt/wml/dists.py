@@ -3,8 +3,8 @@
 Two kinds exist (``fb_cvar.c`` with ``cvars/``, and ``fb_random.c``):
 
 - ``cvar(type=cvar-gamma,parameters=mean:M;gamma:S)``: gamma with mean M and shape S (defaults
-  4096 and 1.5); ``cvar-uniform`` takes ``lower:A;upper:B`` (defaults 0 and 1). ``min``/``max``
-  clamp the draws and ``round`` rounds them.
+  4096 and 1.5); ``cvar-uniform`` takes ``lower:A;upper:B`` (defaults 0 and 1). ``round``
+  rounds the draws to the nearest multiple, then ``min``/``max`` clamp them.
 - ``randvar(type=gamma|uniform|tabular, mean=, gamma=, min=, round=, randtable=...)``: the shape
   ``gamma`` is in thousandths (1500 is 1.5, the default); a gamma draw is ``min`` plus a gamma
   with mean ``mean - min``, and a gamma without ``mean`` has mean ``gamma / 1000``. A uniform
@@ -12,15 +12,14 @@ Two kinds exist (``fb_cvar.c`` with ``cvars/``, and ``fb_random.c``):
   pct % and a value drawn uniformly in it; the whole table is then rescaled linearly so that its
   lowest value maps to ``min`` and its mean to ``mean`` (the table's own mean by default).
 
-The engine draws fixed, gamma (mean, shape), uniform and tabular sizes; a variable it cannot
-draw (a shifted gamma, clamped cvars, the other cvar types) becomes a :class:`Dist` with a
+The engine draws fixed, gamma (mean, shape), uniform and tabular sizes, rounded and clamped
+(``bounded``); a variable it cannot draw (the other cvar types) becomes a :class:`Dist` with a
 ``problem``, reported only where it is used as a size.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,14 +81,21 @@ def _uniform(lo: int, hi: int, notes: tuple[str, ...]) -> Dist:
     return Dist({"uniform": {"min": lo, "max": hi}}, (lo + hi) / 2, hi, notes=notes)
 
 
-def _round_note(round_to: float) -> tuple[str, ...]:
-    if not round_to:
-        return ()
-    return (f"rounding draws to multiples of {round_to:g} is not supported; sizes are not rounded",)
+def bounded(d: Dist, round_to: int, lo: int | None = None, hi: int | None = None) -> Dist:
+    """``d``'s draws rounded to the nearest multiple of ``round_to`` (0: not rounded), then
+    clamped to [lo, hi]."""
+    if d.spec is None or (not round_to and lo is None and hi is None):
+        return d
+    lo_, hi_ = lo or 0, MAX_SIZE if hi is None else hi
+    if lo_ > hi_:
+        raise DistError(f"min {lo_:,} is above max {hi_:,}")
+    spec = {"bounded": {"of": d.spec, "round": round_to, "min": lo_, "max": hi_}}
+    mean = min(max(d.mean, lo_), hi_)
+    return Dist(spec, mean, max(lo_, min(hi_, d.top + round_to)), notes=d.notes)
 
 
-def cvar(kind: str, parameters: str | None, clamps: Sequence[str], round_to: float) -> Dist:
-    """A ``cvar(...)``; ``clamps`` names the ``min``/``max`` attributes given."""
+def cvar(kind: str, parameters: str | None, bounds: dict[str, int], round_to: int) -> Dist:
+    """A ``cvar(...)``; ``bounds`` holds the ``min``/``max`` given."""
     if kind in _OTHER_CVAR_TYPES:
         return _unsupported(
             f"cvar type `{kind}`", f"{_UNSUPPORTED_HINT}; it draws {' and '.join(CVAR_TYPES)}"
@@ -115,17 +121,18 @@ def cvar(kind: str, parameters: str | None, clamps: Sequence[str], round_to: flo
                 f"{kind} parameter `{key}` needs a number, not `{text}`",
                 "cvar parameters are plain numbers, without size suffixes: mean:16384",
             )
-    if clamps:
-        return _unsupported(f"clamping a cvar with {' and '.join(clamps)}")
-    notes = _round_note(round_to)
     if kind == "cvar-gamma":
         if params["gamma"] <= 0 or params["mean"] < 0:
             raise DistError("cvar-gamma needs gamma > 0 and mean >= 0")
-        return _gamma(params["mean"], params["gamma"], notes)
-    lo, hi = params["lower"], params["upper"]
-    if lo > hi or lo < 0:
-        raise DistError(f"cvar-uniform needs 0 <= lower <= upper, not lower {lo:g}, upper {hi:g}")
-    return _uniform(round(lo), round(hi), notes)
+        d = _gamma(params["mean"], params["gamma"], ())
+    else:
+        lo, hi = params["lower"], params["upper"]
+        if lo > hi or lo < 0:
+            raise DistError(
+                f"cvar-uniform needs 0 <= lower <= upper, not lower {lo:g}, upper {hi:g}"
+            )
+        d = _uniform(round(lo), round(hi), ())
+    return bounded(d, round_to, bounds.get("min"), bounds.get("max"))
 
 
 def randvar(
@@ -139,7 +146,17 @@ def randvar(
     """A ``randvar(...)`` (or ``define randvar``) with its attributes evaluated."""
     if kind is not None and kind not in _RANDVAR_TYPES:
         raise DistError(f"unknown randvar type `{kind}`", f"types are {', '.join(_RANDVAR_TYPES)}")
-    notes = _round_note(round_to)
+    return bounded(_randvar(kind, mean, gamma, minimum, table), round_to)
+
+
+def _randvar(
+    kind: str | None,
+    mean: int | None,
+    gamma: int | None,
+    minimum: int,
+    table: list[tuple[int, int, int]] | None,
+) -> Dist:
+    notes: tuple[str, ...] = ()
     if table is not None or kind == "tabular":
         if table is None:
             raise DistError("a tabular randvar needs randtable={{percent, min, max}, ...}")
@@ -200,6 +217,9 @@ def mean_of(spec: dict[str, Any]) -> float:
         return float(spec["gamma"]["mean"])
     if "uniform" in spec:
         return (spec["uniform"]["min"] + spec["uniform"]["max"]) / 2
+    if "bounded" in spec:
+        b = spec["bounded"]
+        return float(min(max(mean_of(b["of"]), b["min"]), b["max"]))
     rows = spec["tabular"]
     total = sum(r[0] for r in rows)
     return sum(r[0] / total * (r[1] + r[2]) / 2 for r in rows)

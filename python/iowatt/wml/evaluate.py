@@ -20,8 +20,10 @@ from iowatt.wml.dists import Dist, DistError, cvar, fixed, randvar
 from iowatt.wml.errors import WmlError, at
 from iowatt.wml.lexer import Part, VarRef
 from iowatt.wml.parser import (
+    Arith,
     Attr,
     Bool,
+    CompositeDef,
     Cvar,
     DefineFiles,
     Echo,
@@ -35,11 +37,15 @@ from iowatt.wml.parser import (
     Run,
     SetMode,
     SetVar,
+    Sleep,
     Statement,
+    Stats,
+    System,
     Value,
     Word,
 )
 from iowatt.wml.program import Program
+from iowatt.wml.script import split, timeline
 
 Resolved = int | float | bool | str | Dist
 
@@ -55,6 +61,14 @@ _MAX_NESTING = 100
 MAX_FD = 128  # FileBench's THREADFLOW_MAXFD
 PATH_HINT = "iowatt creates files only in its target; use path=$dir"
 _TARGET_KINDS = {"sempost": "semblock", "wakeup": "block"}
+# A composite flowop's step (the engine repeats the `value` flowops after it `iters` times),
+# with every field a flowop has.
+_COMPOSITE: dict[str, Any] = {
+    "kind": "composite", "file": 0, "fileset": None, "iosize": 0, "iosize_dist": None,
+    "random": False, "directio": False, "dsync": False, "workingset": 0, "fd": 0, "srcfd": 0,
+    "opennext": False, "noreadahead": False, "target": None, "blocking": False, "highwater": 1,
+    "index": None,
+}  # fmt: skip
 
 
 def evaluate(
@@ -77,45 +91,33 @@ class _Evaluator:
     ) -> None:
         self.source, self.dir = source, directory
         self.dir_abs = Path(os.path.normpath(directory.absolute()))
-        self.active, self.run_cmd = self._split_at_run(statements)
+        self.active, self.commands = split(statements, source)
         self.defs: dict[str, tuple[Value, int]] = {}
+        self.composites: dict[str, CompositeDef] = {}
         for st in self.active:
             if isinstance(st, SetVar):
                 self.defs[st.name] = (st.value, st.line)
+            elif isinstance(st, CompositeDef):
+                self.composites[st.name] = st
         self.cache: dict[str, Resolved] = {}
         self.resolving: set[str] = set()
+        # A composite flowop's variables while it is expanded, innermost last.
+        self.scopes: list[dict[str, Resolved]] = []
         self.warnings: list[str] = []
         self.noted: set[int] = set()
         self.override_texts = {k: text for k, (_, text) in overrides.items()}
         self._apply(overrides)
+        self._check_defined()
 
     def err(self, line: int | None, what: str, hint: str | None = None) -> WmlError:
         return at(self.source, line, what, hint)
 
-    def _split_at_run(self, statements: list[Statement]) -> tuple[list[Statement], Run | None]:
-        active: list[Statement] = []
-        run: Run | None = None
-        for st in statements:
-            if run is None:
-                if isinstance(st, Run):
-                    run = st
-                else:
-                    active.append(st)
-            elif isinstance(st, Run):
-                raise self.err(
-                    st.line,
-                    f"a second `{st.command}` (the first is at line {run.line})",
-                    "iowatt runs one `run` per file; split the file in two",
-                )
-            elif not isinstance(st, Echo) and (what := _keyword(st)):
-                raise self.err(
-                    st.line,
-                    f"`{what}` after `run` never takes effect: FileBench exits when the run ends",
-                    "move it before `run`",
-                )
-        return active, run
+    def notice(self, line: int | None, what: str) -> None:
+        """Something of the file iowatt ignores or maps: shown before the run, and by --check."""
+        self.warnings.append(f"{self.source}:{line}: {what}" if line else f"{self.source}: {what}")
 
     def _apply(self, overrides: Mapping[str, tuple[Value, str]]) -> None:
+        used = _used(self.active + self.commands)
         for name, (value, _) in overrides.items():
             if name == "dir":
                 raise self.err(
@@ -123,14 +125,14 @@ class _Evaluator:
                     "--set dir: `$dir` is the directory iowatt runs in",
                     "choose the directory with the target instead",
                 )
-            if name not in self.defs:
-                known = ", ".join(sorted(k for k in self.defs if k != "dir")) or "none"
+            if name not in self.defs and name not in used:
+                known = ", ".join(sorted(k for k in {*self.defs, *used} if k != "dir")) or "none"
                 raise self.err(
                     None,
-                    f"--set {name}: the file never sets `${name}`",
+                    f"--set {name}: the file never uses `${name}`",
                     f"the file's variables are: {known}",
                 )
-            line = self.defs[name][1]
+            line = self.defs[name][1] if name in self.defs else 0
             self.defs[name] = (value, line)
             try:
                 resolved = self.get(name, line)
@@ -140,8 +142,28 @@ class _Evaluator:
             if isinstance(resolved, Dist):  # line 0: from the command line
                 self.cache[name] = dataclasses.replace(resolved, line=0)
 
+    def _check_defined(self) -> None:
+        """Every variable the file uses but never sets, in one message (FileBench accepts them
+        until it reads one; a wrapper script usually supplies them)."""
+        missing = {k: v for k, v in _used(self.active + self.commands).items()
+                   if k not in self.defs and k != "dir"}  # fmt: skip
+        if not missing:
+            return
+        names = sorted(missing, key=lambda k: missing[k])
+        listed = ", ".join(f"`${k}` (line {missing[k]})" for k in names)
+        first = missing[names[0]]
+        what = "variable" if len(names) == 1 else f"{len(names)} variables"
+        raise self.err(
+            first,
+            f"{what} used but never set: {listed}",
+            "give them values: " + " ".join(f"--set {k}=..." for k in names),
+        )
+
     # --- variables ---
     def get(self, name: str, line: int) -> Resolved:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
         if name == "dir":
             return str(self.dir)
         if name in self.cache:
@@ -176,20 +198,60 @@ class _Evaluator:
             return value.value
         if isinstance(value, Quoted):
             return self.substitute(value.parts)
+        if isinstance(value, Arith):
+            return self.arith(value)
         try:
             dist = self.cvar(value) if isinstance(value, Cvar) else self.randvar(value)
         except DistError as e:
             raise self.err(value.line, e.what, e.hint) from None
         return dataclasses.replace(dist, line=value.line, text=value.text)
 
-    def substitute(self, parts: tuple[Part, ...]) -> str:
+    def arith(self, value: Arith) -> int | float:
+        """FileBench's ``set $x = $a * $b``: whole numbers stay whole (``/`` divides them
+        without remainder), and a float on either side makes a float."""
+        a, b = self.resolve(value.left), self.resolve(value.right)
+        for v in (a, b):
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise self.err(value.line, f"`{value.text}`: {_show(v)} is not a number")
+        assert isinstance(a, int | float) and isinstance(b, int | float)
+        if value.op == "/" and b == 0:
+            raise self.err(value.line, f"`{value.text}` divides by zero")
+        if value.op == "+":
+            out = a + b
+        elif value.op == "-":
+            out = a - b
+        elif value.op == "*":
+            out = a * b
+        else:
+            out = a // b if isinstance(a, int) and isinstance(b, int) else a / b
+        if abs(out) > MAX_SIZE:
+            raise self.err(value.line, f"`{value.text}` is {out:,}, beyond 2^62")
+        return out
+
+    def substitute(self, parts: tuple[Part, ...], shell: bool = False) -> str:
+        """A quoted string's text; with ``shell``, a variable the file never sets is left as
+        written, for the shell."""
         out = []
         for part in parts:
-            if isinstance(part, VarRef):
+            if shell and isinstance(part, VarRef) and not self.known(part.name):
+                out.append(f"${part.name}")
+            elif isinstance(part, VarRef):
                 out.append(_show(self.get(part.name, part.line), quote=False))
             else:
                 out.append(part)
         return "".join(out)
+
+    def origins(self) -> dict[str, str]:
+        out = {}
+        for k, (_, line) in self.defs.items():
+            if k in self.override_texts:
+                out[k] = f"--set (line {line} sets it)" if line else "--set"
+            else:
+                out[k] = f"line {line}"
+        return out | {"dir": "iowatt: its work directory in the target"}
+
+    def known(self, name: str) -> bool:
+        return name == "dir" or name in self.defs or any(name in s for s in self.scopes)
 
     def text_of(self, name: str) -> str:
         """A variable's value as written (or as given to --set), for the manifest."""
@@ -202,6 +264,8 @@ class _Evaluator:
             return self.text_of(value.name) if value.name in self.defs else f"${value.name}"
         if isinstance(value, Quoted):
             return self.substitute(value.parts)
+        if isinstance(value, Arith):
+            return _show(self.get(name, 0), quote=False)
         return value.text
 
     def cvar(self, value: Cvar) -> Dist:
@@ -209,11 +273,9 @@ class _Evaluator:
         if "type" not in attrs:
             raise DistError("a cvar needs type=, as in type=cvar-gamma")
         params = self.as_str(attrs["parameters"]) if "parameters" in attrs else None
-        clamps = [k for k in ("min", "max") if k in attrs]
-        for k in clamps:
-            self.as_number(attrs[k])
-        round_to = self.as_number(attrs["round"]) if "round" in attrs else 0.0
-        return cvar(self.as_str(attrs["type"]), params, clamps, round_to)
+        bounds: dict[str, int] = {k: self.as_int(attrs[k]) for k in ("min", "max") if k in attrs}
+        round_to = self.as_int(attrs["round"]) if "round" in attrs else 0
+        return cvar(self.as_str(attrs["type"]), params, bounds, round_to)
 
     def randvar(self, value: Randvar) -> Dist:
         attrs = _by_name(value.attrs)
@@ -338,7 +400,8 @@ class _Evaluator:
         quit_mode = "timeout"
         rate: float | None = None
         messages: list[str] = []
-        usage: list[str] = []
+        usage = [self.text(st.text) for st in self.commands if isinstance(st, Echo)
+                 and st.command == "usage"]  # fmt: skip
         filesets: list[dict[str, Any]] = []
         threads: list[tuple[dict[str, Any], int]] = []
         flowops: list[tuple[dict[str, Any], FlowopDef]] = []
@@ -354,8 +417,6 @@ class _Evaluator:
                 if "rate" in attrs:
                     r = self.as_int(attrs["rate"])
                     rate = float(r) if r else None
-            elif isinstance(st, Echo):
-                (messages if st.command == "echo" else usage).append(self.substitute(st.text.parts))
             elif isinstance(st, DefineFiles):
                 fs = self.fileset(st)
                 if fs["name"] in index:
@@ -366,13 +427,30 @@ class _Evaluator:
         for st in self.active:
             if isinstance(st, ProcessDef):
                 threads.extend(self.process(st, index, flowops))
+        processes = [st.line for st in self.active if isinstance(st, ProcessDef)]
+        if processes and not threads:
+            raise self.err(
+                processes[0],
+                "no thread would run: each has 0 instances",
+                "give a process and its thread at least 1 instance",
+            )
         self.check_targets(flowops)
+        script = timeline(self.commands, self.seconds, self.text, self.runtime, self.source)
+        for step in script.steps:
+            if step.kind == "stats" and " " in step.text:
+                kept = "(summary.json, the IO Summary line), not a file of their own"
+                self.notice(step.line, f"`stats {step.text}`: the statistics are the run's {kept}")
+        # What the file says before its run is shown when it is loaded, as FileBench does.
+        messages += [s.text for s in script.steps if s.kind == "echo" and s.phase != "after"]
         return Program(
             source=self.source,
             name=name,
             variables={"dir": str(self.dir)}
             | {k: self.text_of(k) for k in self.defs if k != "dir"},
-            runtime_s=self.runtime(),
+            origins=self.origins(),
+            runtime_s=script.runtime_s or None,
+            ramp_s=script.ramp_s,
+            steps=[s for s in script.steps if not (s.kind == "echo" and s.phase != "after")],
             quit=quit_mode,
             messages=messages,
             usage=usage,
@@ -384,13 +462,22 @@ class _Evaluator:
             warnings=self.warnings,
         )
 
-    def runtime(self) -> float | None:
-        if self.run_cmd is None:
-            return None
-        if self.run_cmd.runtime is None:
+    def runtime(self, run: Run) -> float:
+        """``run [N]``'s seconds (FileBench's default when absent or 0)."""
+        for extra in run.extra if run.command == "run" else ():
+            self.seconds(extra, run.line, run.command)
+        if run.extra and run.command == "run":
+            self.notice(run.line, "`run`'s bar and delete times (multi-client runs) are ignored")
+        if run.runtime is None:
             return DEFAULT_RUNTIME_S
-        a = Attr("runtime", self.run_cmd.runtime, self.run_cmd.line, self.run_cmd.command)
-        return float(self.as_int(a, hi=int(MAX_DURATION_S))) or DEFAULT_RUNTIME_S
+        return self.seconds(run.runtime, run.line, run.command) or DEFAULT_RUNTIME_S
+
+    def seconds(self, value: Value, line: int, what: str = "sleep") -> float:
+        """A whole number of seconds, as ``run`` and ``sleep`` take."""
+        return float(self.as_int(Attr(what, value, line, what), hi=int(MAX_DURATION_S)))
+
+    def text(self, value: Quoted, shell: bool = False) -> str:
+        return self.substitute(value.parts, shell)
 
     def fileset(self, d: DefineFiles) -> dict[str, Any]:
         attrs = _by_name(d.attrs)
@@ -402,8 +489,16 @@ class _Evaluator:
             raise self.err(attrs["name"].line, f"`{name}` is not a plain file name")
         path = self.check_path(self.as_str(attrs["path"]), d.line)
         size = self.as_size(attrs["size"])[0] if "size" in attrs else fixed(1024)
-        for ignored in ("trusttree", "cached"):
-            self.as_bool(attrs.get(ignored))
+        if "filesizegamma" in attrs:
+            size = self.size_gamma(attrs["filesizegamma"], size)
+        if self.as_bool(attrs.get("cached")):
+            self.notice(d.line, f"`{name}`: cached is not applied: iowatt always drops the "
+                        "fileset from the page cache before measuring")  # fmt: skip
+        self.as_bool(attrs.get("trusttree"))  # iowatt lays out its own directory each run
+        if "dirdepthrv" in attrs:
+            self.value_of(attrs["dirdepthrv"])
+            self.notice(d.line, f"`{name}`: dirdepthrv is not applied: directory depths are "
+                        "drawn around ln(entries)/ln(dirwidth), as without it")  # fmt: skip
         if d.what == "file":
             entries, dirwidth, dirgamma, leafdirs = 1, 10, 0.0, 0
         else:
@@ -418,13 +513,15 @@ class _Evaluator:
                 )
             if entries == 0 and leafdirs == 0:
                 raise self.err(d.line, f"fileset `{name}` has no entries and no leafdirs")
-            if "dirwidth" not in attrs:
-                raise self.err(
+            if "dirwidth" in attrs:
+                dirwidth = self.as_int(attrs["dirwidth"], mean_ok=True)
+            else:
+                dirwidth = 0
+                self.notice(
                     d.line,
-                    f"fileset `{name}` has no dirwidth",
-                    "add dirwidth=N, the mean entries per directory",
+                    f"fileset `{name}` has no dirwidth: as in FileBench, each file gets a "
+                    "directory of its own (add dirwidth=N for N files per directory)",
                 )
-            dirwidth = self.as_int(attrs["dirwidth"], lo=2, mean_ok=True)
             gamma = attrs.get("dirgamma")
             dirgamma = (self.as_int(gamma) if gamma is not None else 1500) / 1000
         return {
@@ -443,11 +540,30 @@ class _Evaluator:
             "single": d.what == "file",
         }
 
+    def size_gamma(self, a: Attr, size: dict[str, Any]) -> dict[str, Any]:
+        """1.4's ``filesizegamma``: file sizes drawn from a gamma of this shape (in thousandths)
+        around the fixed ``size``; 0 keeps them fixed."""
+        shape = self.as_int(a, hi=10**9)
+        if not shape or "fixed" not in size:
+            return size
+        return {"gamma": {"mean": float(size["fixed"]), "shape": shape / 1000, "min": 0}}
+
     def check_path(self, text: str, line: int) -> str:
-        path = Path(os.path.normpath(Path(text).absolute()))
-        if path != self.dir_abs and self.dir_abs not in path.parents:
-            raise self.err(line, f"path `{text}` is outside the target `{self.dir}`", PATH_HINT)
-        return str(path)
+        """A fileset's directory, inside iowatt's work directory: a path elsewhere (a literal
+        ``/mnt/test`` or a relative one) is mapped under it, with a notice."""
+        path = Path(os.path.normpath(text))
+        if path.is_absolute() and (path == self.dir_abs or self.dir_abs in path.parents):
+            return str(path)
+        inside = path.relative_to("/") if path.is_absolute() else path
+        if inside.parts[:1] == ("..",) or text.startswith(f"{self.dir_abs}/"):
+            raise self.err(line, f"path `{text}` leads out of the work directory", PATH_HINT)
+        mapped = self.dir_abs / inside
+        self.notice(
+            line,
+            f"path `{text}` is mapped to `$dir/{inside}`: iowatt creates files only in its "
+            "own directory in the target",
+        )
+        return str(mapped)
 
     def prealloc(self, a: Attr | None) -> int:
         if a is None or a.value is None:
@@ -466,27 +582,30 @@ class _Evaluator:
         """The process's threads as the engine's ThreadSpec, each with its line."""
         attrs = _by_name(p.attrs)
         pname = self.required_name(attrs, p.line, "process")
-        count = self.as_int(attrs["instances"], lo=1) if "instances" in attrs else 1
+        count = self.as_int(attrs["instances"]) if "instances" in attrs else 1
         if "nice" in attrs and self.as_int(attrs["nice"]):
-            self.warnings.append(f"{self.source}:{p.line}: process `{pname}`: nice is not applied")
+            self.notice(p.line, f"process `{pname}`: nice is not applied")
         out = []
         for t in p.threads:
             tattrs = _by_name(t.attrs)
             tname = self.required_name(tattrs, t.line, "thread")
-            n = count * (self.as_int(tattrs["instances"], lo=1) if "instances" in tattrs else 1)
+            n = count * (self.as_int(tattrs["instances"]) if "instances" in tattrs else 1)
             if n >= 1 << 32:
                 raise self.err(t.line, f"thread `{tname}` has {n} instances, too many")
-            self.as_bool(tattrs.get("useism"))
+            if n == 0:
+                # FileBench creates none, and never looks at its flowops.
+                self.notice(t.line, f"thread `{tname}` has 0 instances: it does not run")
+                continue
+            if self.as_bool(tattrs.get("useism")):
+                self.notice(t.line, f"thread `{tname}`: useism (shared memory) is not needed")
             if "ioprio" in tattrs:
                 self.as_int(tattrs["ioprio"])
-                self.warnings.append(
-                    f"{self.source}:{t.line}: thread `{tname}`: ioprio is not applied"
-                )
+                self.notice(t.line, f"thread `{tname}`: ioprio is not applied")
             ops = []
             for f in t.flowops:
-                op = self.flowop(f, index)
-                flowops.append((op, f))
-                ops.append(op)
+                for op, where in self.expand(f, index, ()):
+                    flowops.append((op, where))
+                    ops.append(op)
             spec = {
                 "name": tname,
                 "instances": n,
@@ -503,6 +622,46 @@ class _Evaluator:
         if "name" not in attrs:
             raise self.err(line, f"the {what} has no name", "add name=..., FileBench needs one")
         return self.as_str(attrs["name"])
+
+    def expand(
+        self, f: FlowopDef, index: dict[str, int], using: tuple[str, ...]
+    ) -> list[tuple[dict[str, Any], FlowopDef]]:
+        """A flowop, or a composite flowop as the engine runs it: a ``composite`` step that
+        repeats the next ``value`` flowops (its body, expanded) ``iters`` times."""
+        comp = self.composites.get(f.kind)
+        if comp is None:
+            return [(self.flowop(f, index), f)]
+        if f.kind in using:
+            raise self.err(f.line, f"composite flowop `{f.kind}` uses itself")
+        attrs = _by_name(f.attrs)
+        name = self.required_name(attrs, f.line, f"`{f.kind}` flowop")
+        given = {loc.name: loc for loc in f.locals}
+        scope: dict[str, Resolved] = {}
+        for loc in f.locals:  # evaluated where the composite is used
+            scope[loc.name] = self.resolve(loc.value) if loc.value is not None else True
+        for param in comp.params:
+            if param.name in given:
+                continue
+            if param.value is None:
+                raise self.err(
+                    f.line,
+                    f"composite flowop `{f.kind}` (line {comp.line}) needs `${param.name}`",
+                    f"add ${param.name}=... to this flowop",
+                )
+            scope[param.name] = self.resolve(param.value)
+        iters_attr = attrs.get("iters")
+        if iters_attr is None and comp.iters is not None:
+            iters_attr = Attr("iters", comp.iters, comp.line, "iters")
+        iters = self.as_int(iters_attr, lo=1, hi=U32_MAX) if iters_attr else 1
+        self.scopes.append(scope)
+        try:
+            body = [
+                x for inner in comp.flowops for x in self.expand(inner, index, (*using, f.kind))
+            ]
+        finally:
+            self.scopes.pop()
+        head = {**_COMPOSITE, "name": name, "iters": iters, "value": len(body)}
+        return [(head, f), *body]
 
     def flowop(self, f: FlowopDef, index: dict[str, int]) -> dict[str, Any]:
         attrs = _by_name(f.attrs)
@@ -556,6 +715,7 @@ class _Evaluator:
             "target": self.as_str(attrs["target"]) if "target" in attrs else None,
             "blocking": self.as_bool(attrs.get("blocking")),
             "highwater": num("highwater", default=1),  # FileBench's default
+            "index": self.index(attrs.get("indexed"), fileset, f),
         }
         if f.kind in _NEEDS_IOSIZE and iosize == 0:
             # The engine would refuse it only once the run has started.
@@ -563,6 +723,16 @@ class _Evaluator:
                 f.line, f"`{f.kind}` flowop `{name}` needs an iosize", "add iosize=, e.g. iosize=8k"
             )
         return op
+
+    def index(self, a: Attr | None, fileset: int | None, f: FlowopDef) -> dict[str, Any] | None:
+        """``indexed=``: the index (or random variable of indices) of the file to pick."""
+        if a is None:
+            return None
+        spec = self.as_size(a)[0]
+        if fileset is None:
+            self.notice(a.line, f"`{a.spelled}` on a flowop without a fileset picks nothing")
+            return None
+        return spec
 
     def check_targets(self, flowops: list[tuple[dict[str, Any], FlowopDef]]) -> None:
         kinds: dict[str, set[str]] = {}
@@ -593,16 +763,75 @@ def _by_name(attrs: tuple[Attr, ...]) -> dict[str, Attr]:
     return {a.name: a for a in attrs}
 
 
-def _keyword(st: Statement) -> str:
-    if isinstance(st, SetVar | SetMode):
-        return "set"
-    if isinstance(st, DefineFiles):
-        return f"define {st.what}"
+def _used(statements: list[Statement]) -> dict[str, int]:
+    """Every variable the statements refer to, with the first line it is used on; inside a
+    composite flowop, its own variables (declared, or passed where it is used) do not count."""
+    found: dict[str, int] = {}
+    passed = {loc.name for st in statements for f in _all_flowops(st) for loc in f.locals}
+
+    def value(v: Value | None, local: set[str]) -> None:
+        if isinstance(v, VarRef):
+            if v.name not in local:
+                found.setdefault(v.name, v.line)
+        elif isinstance(v, Quoted):
+            for part in v.parts:
+                value(part, local) if isinstance(part, VarRef) else None
+        elif isinstance(v, Arith):
+            value(v.left, local)
+            value(v.right, local)
+        elif isinstance(v, Cvar | Randvar):
+            attrs(v.attrs, local)
+            for row in v.table if isinstance(v, Randvar) and v.table else ():
+                for cell in row:
+                    value(cell, local)
+
+    def attrs(items: tuple[Attr, ...], local: set[str]) -> None:
+        for a in items:
+            value(a.value, local)
+
+    def flowops(items: tuple[FlowopDef, ...], local: set[str]) -> None:
+        for f in items:
+            attrs(f.attrs, local)
+            for loc in f.locals:
+                value(loc.value, local)
+
+    for st in statements:
+        if isinstance(st, SetVar):
+            value(st.value, set())
+        elif isinstance(st, DefineFiles | Eventgen):
+            attrs(st.attrs, set())
+        elif isinstance(st, ProcessDef):
+            attrs(st.attrs, set())
+            for t in st.threads:
+                attrs(t.attrs, set())
+                flowops(t.flowops, set())
+        elif isinstance(st, CompositeDef):
+            local = passed | {p.name for p in st.params}
+            for p in st.params:
+                value(p.value, set())
+            value(st.iters, set())
+            flowops(st.flowops, local)
+        elif isinstance(st, Run):
+            value(st.runtime, set())
+            for v in st.extra:
+                value(v, set())
+        elif isinstance(st, Echo):
+            value(st.text, set())
+        elif isinstance(st, System):
+            pass  # a name the file never sets is the shell's ($HOME, $PWD)
+        elif isinstance(st, Sleep):
+            value(st.seconds, set())
+        elif isinstance(st, Stats):
+            value(st.path, set())
+    return found
+
+
+def _all_flowops(st: Statement) -> list[FlowopDef]:
     if isinstance(st, ProcessDef):
-        return "define process"
-    if isinstance(st, Eventgen):
-        return "eventgen"
-    return ""
+        return [f for t in st.threads for f in t.flowops]
+    if isinstance(st, CompositeDef):
+        return list(st.flowops)
+    return []
 
 
 def _show(v: Resolved, quote: bool = True) -> str:

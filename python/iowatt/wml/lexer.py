@@ -2,9 +2,10 @@
 
 Like FileBench, newlines only separate tokens (a statement may continue on the next line after a
 comma) and ``#`` starts a comment; iowatt also skips C-style ``/* ... */`` comments. Sizes take
-FileBench's binary suffixes (``16k`` is 16384; iowatt adds ``t``). Words may hold the characters
-FileBench allows in unquoted strings (``/tmp``, ``cvar-gamma``, ``mean:131072;gamma:1.5``) plus
-``_``. Keywords are not reserved here: the parser tells them apart by position.
+FileBench's binary suffixes (``16k`` is 16384; iowatt adds ``t``, and 1.4's ``16kb``). Words
+may hold the characters FileBench allows in unquoted strings (``/tmp``, ``cvar-gamma``,
+``mean:131072;gamma:1.5``) plus ``_``. Keywords are not reserved here: the parser tells them
+apart by position.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 _WORD_CHARS = r"A-Za-z0-9_/.:;\-"
 _SPACE = re.compile(r"[ \t\r\f\v]+")
-_NUMBER = re.compile(rf"(-?\d+)(\.\d+)?([kmgtKMGT])?(?![{_WORD_CHARS}])")
+# 1.4-era files also spell a suffix `kb`, `MB`, ...
+_NUMBER = re.compile(rf"(-?\d+)(\.\d+)?(?:([kmgtKMGT])[bB]?)?(?![{_WORD_CHARS}])")
 _VAR = re.compile(
     r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|\(([A-Za-z_][A-Za-z0-9_]*)\)|([A-Za-z_][A-Za-z0-9_]*))"
 )

@@ -1,9 +1,11 @@
 """Statements of FileBench's workload language, after ``parser_gram.y``.
 
-:func:`parse` checks the syntax, the attribute names each entity takes and the constructs iowatt
-cannot run (composite flowops, ``system``, ``sleep``, ...); values stay unevaluated (a
-:class:`~iowatt.wml.lexer.VarRef` is resolved later, so a ``set`` after a ``define`` counts, as
-in FileBench). Every statement and attribute keeps its line for messages.
+:func:`parse` checks the syntax and the attribute names each entity takes; values stay
+unevaluated (a :class:`~iowatt.wml.lexer.VarRef` is resolved later, so a ``set`` after a
+``define`` counts, as in FileBench). Every statement and attribute keeps its line for messages.
+Besides FileBench 1.5's grammar it reads 1.4's spellings (``create fileset``, ``create
+processes``, ``stats``, ``shutdown``, ``filesizegamma``) and the FSL fork's data attributes
+(``entropy``, ``dedup``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from iowatt.wml.errors import UNSUPPORTED_HINT, at
+from iowatt.wml.errors import UNSUPPORTED_HINT, WmlError, at
 from iowatt.wml.lexer import Part, Token, VarRef
 
 # spec.rs `OpKind`, FileBench's flowop names.
@@ -25,31 +27,33 @@ FLOWOPS: tuple[str, ...] = (
     "finishoncount", "finishonbytes",
 )  # fmt: skip
 _FLOWOPS_UNSUPPORTED = ("print", "testrandvar")
+# FileBench's multi-client commands: iowatt's way to run on many hosts is --cluster.
+_MULTI_HINT = "iowatt runs a workload on many hosts with --cluster (docs/fleets.md)"
 
 # Attribute names per entity (spellings FileBench's lexer maps to the same token are aliases).
 _COMMON_FILE = ("name", "path", "size", "prealloc", "paralloc", "reuse", "trusttree", "readonly",
-                "writeonly", "cached")  # fmt: skip
+                "writeonly", "cached", "entropy", "dedup")  # fmt: skip
 FILE_ATTRS = _COMMON_FILE
-FILESET_ATTRS = (*_COMMON_FILE, "entries", "dirwidth", "dirgamma", "leafdirs")
+FILESET_ATTRS = (*_COMMON_FILE, "entries", "dirwidth", "dirgamma", "leafdirs", "dirdepthrv",
+                 "filesizegamma")  # fmt: skip
 PROCESS_ATTRS = ("name", "instances", "nice")
 THREAD_ATTRS = ("name", "instances", "memsize", "useism", "ioprio")
 FLOWOP_ATTRS = ("name", "filename", "fd", "srcfd", "iosize", "random", "workingset", "directio",
                 "dsync", "opennext", "noreadahead", "iters", "value", "target", "blocking",
-                "highwater")  # fmt: skip
+                "highwater", "indexed", "entropy", "dedup")  # fmt: skip
 RANDVAR_ATTRS = ("type", "mean", "gamma", "min", "round", "seed", "randsrc", "randtable")
 CVAR_ATTRS = ("type", "parameters", "min", "max", "round")
 EVENTGEN_ATTRS = ("rate",)
-_ALIASES = {"filesize": "size", "filesetname": "filename"}
-_UNSUPPORTED_ATTRS = {
-    "indexed": "the `indexed` flowop attribute (picking files by a random index)",
-    "dirdepthrv": "the `dirdepthrv` fileset attribute (a random directory depth)",
-}
+COMPOSITE_ATTRS = ("name", "iters")
+_ALIASES = {"filesize": "size", "filesetname": "filename", "datasource": "entropy"}
 _SPELLINGS = {"rotatefd": "opennext"}
 
 STATEMENTS = ("set", "define", "eventgen", "run", "psrun", "create", "echo", "usage", "debug",
-              "version", "enable")  # fmt: skip
-_UNSUPPORTED_STATEMENTS = ("system", "sleep", "quit", "shutdown", "list", "domultisync")
+              "version", "enable", "system", "sleep", "stats", "shutdown", "quit", "list",
+              "fscheck", "domultisync", "warmup")  # fmt: skip
 _QUIT_MODES = ("timeout", "alldone", "firstdone")
+_STATS = ("clear", "snap", "dump", "xmldump", "multidump")
+_ARITH = ("+", "-", "*", "/")
 _NAME_ATTR = re.compile(r"\bname\s*=\s*\$[\w{}()]+\s*,?\s*")
 
 
@@ -106,7 +110,18 @@ class Randvar:
     text: str
 
 
-Value = Num | Flt | Bool | Word | Quoted | VarRef | Cvar | Randvar
+@dataclass(frozen=True)
+class Arith:
+    """``$a * $b``: FileBench's integer arithmetic on the right of ``set``."""
+
+    op: str
+    left: Value
+    right: Value
+    line: int
+    text: str
+
+
+Value = Num | Flt | Bool | Word | Quoted | VarRef | Cvar | Randvar | Arith
 
 
 @dataclass(frozen=True)
@@ -130,10 +145,31 @@ class DefineFiles:
 
 
 @dataclass(frozen=True)
+class Local:
+    """``$name=value`` on a composite flowop's use, or ``$name[=default]`` on its definition."""
+
+    name: str
+    value: Value | None
+    line: int
+
+
+@dataclass(frozen=True)
 class FlowopDef:
     line: int
-    kind: str
+    kind: str  # a flowop type, or the name of a composite flowop
     attrs: tuple[Attr, ...]
+    locals: tuple[Local, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompositeDef:
+    """``define flowop name=X, $param[=default] { flowop ... }``."""
+
+    line: int
+    name: str
+    params: tuple[Local, ...]
+    flowops: tuple[FlowopDef, ...]
+    iters: Value | None
 
 
 @dataclass(frozen=True)
@@ -161,6 +197,40 @@ class Run:
     line: int
     command: Literal["run", "psrun"]
     runtime: Value | None
+    extra: tuple[Value, ...] = ()  # `run N B D`'s two more values, psrun's period
+
+
+@dataclass(frozen=True)
+class System:
+    line: int
+    command: Quoted
+
+
+@dataclass(frozen=True)
+class Sleep:
+    line: int
+    seconds: Value
+
+
+@dataclass(frozen=True)
+class Stats:
+    line: int
+    action: str  # one of _STATS
+    path: Quoted | None  # dump's file
+
+
+@dataclass(frozen=True)
+class Create:
+    line: int
+    what: Literal["files", "processes"]
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """``shutdown [processes]`` and ``quit``: the processes stop (``quit``: so does the file)."""
+
+    line: int
+    command: Literal["shutdown", "quit"]
 
 
 @dataclass(frozen=True)
@@ -172,13 +242,18 @@ class Echo:
 
 @dataclass(frozen=True)
 class Ignored:
-    """``create files``, ``debug N``, ``version``, ``enable lathist``: nothing for iowatt to do."""
+    """``debug N``, ``version``, ``enable lathist``, ``list``, ``fscheck``, ``warmup``: nothing
+    for iowatt to do (``notice`` says what was left out, when something was)."""
 
     line: int
     command: str
+    notice: str = ""
 
 
-Statement = SetVar | SetMode | DefineFiles | ProcessDef | Eventgen | Run | Echo | Ignored
+Statement = (
+    SetVar | SetMode | DefineFiles | ProcessDef | CompositeDef | Eventgen | Run | Echo | Ignored
+    | System | Sleep | Stats | Create | Shutdown
+)  # fmt: skip
 
 
 def parse(tokens: Sequence[Token], text: str, source: str) -> list[Statement]:
@@ -196,6 +271,9 @@ def parse_value(tokens: Sequence[Token], text: str, source: str) -> Value:
 class _Parser:
     def __init__(self, tokens: Sequence[Token], text: str, source: str) -> None:
         self.toks, self.text, self.source, self.pos = tokens, text, source, 0
+        self.composites: set[str] = set()
+        # What iowatt does not run: all of them are named at the end, in one message.
+        self.problems: list[WmlError] = []
 
     # --- token helpers ---
     @property
@@ -229,8 +307,10 @@ class _Parser:
     def error(self, what: str, hint: str | None = None, tok: Token | None = None) -> Exception:
         return at(self.source, (tok or self.tok).line, what, hint)
 
-    def unsupported(self, what: str, tok: Token | None = None) -> Exception:
-        return self.error(f"{what} is not supported", UNSUPPORTED_HINT, tok)
+    def unsupported(self, what: str, tok: Token | None = None, hint: str | None = None) -> None:
+        """Notes a construct iowatt does not run; parsing goes on to find the others."""
+        self.problems.append(at(self.source, (tok or self.tok).line, f"{what} is not supported",
+                                hint or UNSUPPORTED_HINT))  # fmt: skip
 
     def slice(self, start: Token, end: Token) -> str:
         return " ".join(self.text[start.start : end.end].split())
@@ -240,6 +320,8 @@ class _Parser:
         out: list[Statement] = []
         while self.tok.kind != "eof":
             out.append(self.statement())
+        if self.problems:
+            raise _all_of(self.problems)
         return out
 
     def statement(self) -> Statement:
@@ -247,8 +329,6 @@ class _Parser:
         if tok.kind != "word":
             raise self.error(f"expected a statement, found {tok.describe()}")
         word = tok.text
-        if word in _UNSUPPORTED_STATEMENTS:
-            raise self.unsupported(f"`{word}`")
         if word in ("thread", "flowop"):
             inside = "a thread's { }" if word == "flowop" else "a `define process` { }"
             raise self.error(f"`{word}` outside {inside}")
@@ -272,26 +352,73 @@ class _Parser:
             return Eventgen(line, self.attrs_if_any(EVENTGEN_ATTRS, "eventgen"))
         if word in ("run", "psrun"):
             return self.run(line, "run" if word == "run" else "psrun")
-        if word in ("echo", "usage"):
+        if word in ("echo", "usage", "system"):
             if self.tok.kind != "str":
                 raise self.error(f'expected a quoted string after `{word}`, as in {word} "text"')
             s = self.advance()
+            if word == "system":
+                return System(line, Quoted(s.parts, s.text))
             return Echo(line, "echo" if word == "echo" else "usage", Quoted(s.parts, s.text))
+        if word == "sleep":
+            return Sleep(line, self.value("`sleep`"))
+        if word == "stats":
+            return self.stats(line)
         if word == "create":
-            if not self.is_word("files", "fileset", "filesets"):
-                raise self.error(f"expected `files` after `create`, found {self.tok.describe()}")
-            self.advance()
-        elif word == "debug":
+            return self.create(line)
+        if word in ("shutdown", "quit"):
+            if self.is_word("processes", "process", "filebench"):
+                self.advance()
+            return Shutdown(line, "quit" if word == "quit" else "shutdown")
+        if word == "debug":
             if self.tok.kind != "num":
                 raise self.error(f"expected a level after `debug`, found {self.tok.describe()}")
             self.advance()
         elif word == "enable":
             if self.is_word("multi"):
-                raise self.unsupported("`enable multi` (multi-client runs)")
-            if not self.is_word("lathist"):
-                raise self.error(f"expected `lathist` after `enable`, found {self.tok.describe()}")
-            self.advance()
+                self.advance()
+                self.attrs_if_any(("master", "client"), "enable multi")
+                self.unsupported("`enable multi` (FileBench's multi-client runs)", tok, _MULTI_HINT)
+            elif self.is_word("lathist"):
+                self.advance()
+            else:
+                raise self.error(
+                    f"expected `lathist` or `multi` after `enable`, found {self.tok.describe()}"
+                )
+        elif word == "domultisync":
+            self.attrs_if_any(("value",), "domultisync")
+            self.unsupported("`domultisync` (FileBench's multi-client runs)", tok, _MULTI_HINT)
+        elif word == "warmup":
+            if self.tok.kind in ("num", "var"):
+                self.value("`warmup`")
+        elif word == "fscheck":
+            self.attrs_if_any((), "fscheck", loose=True)
+            return Ignored(line, word, "`fscheck` (checking the file system) is not run")
         return Ignored(line, word)
+
+    def stats(self, line: int) -> Stats:
+        if not self.is_word(*_STATS):
+            raise self.error(
+                f"expected one of {', '.join(_STATS)} after `stats`, found {self.tok.describe()}"
+            )
+        action = self.advance().text
+        path = None
+        if action in ("dump", "xmldump", "multidump"):
+            if self.tok.kind != "str":
+                raise self.error(f'expected a file name after `stats {action}`, as in "stats.txt"')
+            s = self.advance()
+            path = Quoted(s.parts, s.text)
+        return Stats(line, action, path)
+
+    def create(self, line: int) -> Create:
+        if self.is_word("files", "file", "fileset", "filesets"):
+            self.advance()
+            return Create(line, "files")
+        if self.is_word("processes", "process"):
+            self.advance()
+            return Create(line, "processes")
+        raise self.error(
+            f"expected `files` or `processes` after `create`, found {self.tok.describe()}"
+        )
 
     def set_statement(self, line: int) -> Statement:
         if self.is_word("mode"):
@@ -326,9 +453,16 @@ class _Parser:
             attrs, table = self.randvar_attrs()
             end = self.expect_punct(")", "the randvar's attributes")
             return Randvar(tuple(attrs), table, tok.line, self.slice(tok, end))
-        if tok.kind == "var" and self.peek().kind == "punct" and self.peek().text in "*+":
-            raise self.unsupported(f"arithmetic (`{self.slice(tok, self.peek(2))}`)")
-        return self.value("`set $...=`")
+        value = self.value("`set $...=`")
+        while self._arith_op():
+            op = self.advance().text
+            right = self.value(f"`{op}`")
+            value = Arith(op, value, right, tok.line, self.slice(tok, self.toks[self.pos - 1]))
+        return value
+
+    def _arith_op(self) -> bool:
+        t = self.tok
+        return t.kind in ("punct", "word") and t.text in _ARITH
 
     def define(self, line: int) -> Statement:
         tok = self.tok
@@ -343,7 +477,7 @@ class _Parser:
         if word == "randvar":
             return self.define_randvar(line)
         if word == "flowop":
-            raise self.unsupported("a composite flowop (`define flowop`)", tok)
+            return self.composite(line)
         raise self.error(
             f"expected file, fileset, process or randvar after `define`, found {tok.describe()}",
             tok=tok,
@@ -360,6 +494,52 @@ class _Parser:
         text = "randvar(" + _NAME_ATTR.sub("", written, count=1).rstrip(", ") + ")"
         return SetVar(line, names[-1].value.name, Randvar(rest, table, line, text))
 
+    def composite(self, line: int) -> CompositeDef:
+        """``define flowop name=X, $a, $b=default { flowop ... }``."""
+        name_tok = self.tok
+        attrs: list[Attr] = []
+        params: list[Local] = []
+        while not self.is_punct("{"):
+            if self.tok.kind == "var":
+                var = self.advance()
+                value = (
+                    self.value(f"`${var.name}=`") if self.is_punct("=") and self.advance() else None
+                )
+                params.append(Local(var.name, value, var.line))
+            else:
+                attrs.append(self.attr(COMPOSITE_ATTRS, "composite flowop"))
+            if self.is_punct(","):
+                self.advance()
+            elif not self.is_punct("{"):
+                raise self.error(
+                    f"expected `,` or `{{` in `define flowop`, found {self.tok.describe()}"
+                )
+        by_name = {a.name: a for a in attrs}
+        if "name" not in by_name or not isinstance(by_name["name"].value, Word):
+            raise self.error(
+                "`define flowop` needs name=, as in define flowop name=rmw", tok=name_tok
+            )
+        name = by_name["name"].value.value
+        if name in FLOWOPS:
+            raise self.error(
+                f"a composite flowop cannot be named `{name}`, a flowop type", tok=name_tok
+            )
+        self.expect_punct("{", "the composite flowop's attributes")
+        flowops = self.flowops("composite flowop")
+        self.expect_punct("}", "the composite flowop's flowops")
+        self.composites.add(name)
+        iters = by_name["iters"].value if "iters" in by_name else None
+        return CompositeDef(line, name, tuple(params), flowops, iters)
+
+    def flowops(self, inside: str) -> tuple[FlowopDef, ...]:
+        flowops: list[FlowopDef] = []
+        while self.is_word("flowop"):
+            if (f := self.flowop()) is not None:
+                flowops.append(f)
+        if not flowops and not self.problems:
+            raise self.error(f"expected `flowop` in the {inside}, found {self.tok.describe()}")
+        return tuple(flowops)
+
     def process(self, line: int) -> ProcessDef:
         attrs = self.attrs(PROCESS_ATTRS, "process")
         self.expect_punct("{", "the process's attributes")
@@ -368,76 +548,105 @@ class _Parser:
             tline = self.advance().line
             tattrs = self.attrs(THREAD_ATTRS, "thread")
             self.expect_punct("{", "the thread's attributes")
-            flowops: list[FlowopDef] = []
-            while self.is_word("flowop"):
-                flowops.append(self.flowop())
-            if not flowops:
-                raise self.error(f"expected `flowop` in the thread, found {self.tok.describe()}")
+            flowops = self.flowops("thread")
             self.expect_punct("}", "the thread's flowops")
-            threads.append(ThreadDef(tline, tuple(tattrs), tuple(flowops)))
+            threads.append(ThreadDef(tline, tuple(tattrs), flowops))
         if not threads:
             raise self.error(f"expected `thread` in the process, found {self.tok.describe()}")
         self.expect_punct("}", "the process's threads")
         return ProcessDef(line, tuple(attrs), tuple(threads))
 
-    def flowop(self) -> FlowopDef:
+    def flowop(self) -> FlowopDef | None:
         line = self.advance().line
         tok = self.tok
         if tok.kind != "word":
             raise self.error(f"expected a flowop type after `flowop`, found {tok.describe()}")
         self.advance()
         if tok.text in _FLOWOPS_UNSUPPORTED:
-            raise self.unsupported(f"the `{tok.text}` flowop", tok)
-        if tok.text not in FLOWOPS:
+            self.unsupported(f"the `{tok.text}` flowop", tok)
+            self.attrs_if_any(FLOWOP_ATTRS, "flowop", loose=True)
+            return None
+        if tok.text not in FLOWOPS and tok.text not in self.composites:
+            composites = f"; composite flowops defined so far: {', '.join(sorted(self.composites))}"
             raise self.error(
                 f"unknown flowop `{tok.text}`",
-                f"flowops are {', '.join(FLOWOPS)}; iowatt does not run composite flowops",
+                f"flowops are {', '.join(FLOWOPS)}"
+                + (
+                    composites if self.composites else ", or a composite from `define flowop` above"
+                ),
                 tok,
             )
-        return FlowopDef(line, tok.text, self.attrs_if_any(FLOWOP_ATTRS, "flowop"))
+        valid = FLOWOP_ATTRS if tok.text in FLOWOPS else COMPOSITE_ATTRS
+        locals_: list[Local] = []
+        attrs = self.attrs_if_any(valid, "flowop", locals_=locals_)
+        if locals_ and tok.text in FLOWOPS:
+            raise self.error(
+                f"`${locals_[0].name}=`: only a composite flowop takes variables",
+                "define the variable with `set` instead",
+                tok,
+            )
+        return FlowopDef(line, tok.text, attrs, tuple(locals_))
 
     def run(self, line: int, command: Literal["run", "psrun"]) -> Run:
+        values: list[Value] = []
+        # On the same line only: a bare `run` may be followed by `echo` or a `$` of a `set`.
+        while self.tok.kind in ("num", "var") and self.tok.line == line and len(values) < 3:
+            values.append(self.value(f"`{command}`"))
         if command == "run":
-            if self.tok.kind in ("num", "var"):
-                return Run(line, command, self.value("`run`"))
-            return Run(line, command, None)
-        # psrun [period] [runtime]: a lone number is the statistics period.
-        if self.tok.kind != "num":
-            return Run(line, command, None)
-        self.advance()
-        runtime = self.value("`psrun`") if self.tok.kind == "num" else None
-        return Run(line, command, runtime)
+            # run [runtime [bartime deltime]]: the last two are FileBench's multi-client ones.
+            return Run(line, command, values[0] if values else None, tuple(values[1:]))
+        # psrun [-period] [runtime]: a lone number is the statistics period.
+        if len(values) > 2:
+            raise self.error("`psrun` takes a period and a runtime, as in psrun -10 60")
+        runtime = values[1] if len(values) == 2 else None
+        return Run(line, command, runtime, tuple(values[:1]))
 
     # --- attributes and values ---
-    def attrs_if_any(self, valid: tuple[str, ...], what: str) -> tuple[Attr, ...]:
-        """Attributes that may be absent (`flowop hog` alone is a complete statement)."""
+    def attrs_if_any(
+        self,
+        valid: tuple[str, ...],
+        what: str,
+        *,
+        locals_: list[Local] | None = None,
+        loose: bool = False,
+    ) -> tuple[Attr, ...]:
+        """Attributes that may be absent (`flowop hog` alone is a complete statement); with
+        ``locals_``, ``$name=value`` items go there; ``loose`` takes any attribute name."""
         tok, nxt = self.tok, self.peek()
-        if tok.kind == "word" and (
+        if (tok.kind == "var" and locals_ is not None) or (tok.kind == "word" and (
             _ALIASES.get(tok.text, tok.text) in valid
-            or tok.text in _UNSUPPORTED_ATTRS
             or (nxt.kind == "punct" and nxt.text in "=,")
-        ):
-            return tuple(self.attrs(valid, what))
+        )):  # fmt: skip
+            return tuple(self.attrs(valid, what, locals_=locals_, loose=loose))
         return ()
 
-    def attrs(self, valid: tuple[str, ...], what: str) -> list[Attr]:
-        out = [self.attr(valid, what)]
-        while self.is_punct(","):
+    def attrs(
+        self,
+        valid: tuple[str, ...],
+        what: str,
+        *,
+        locals_: list[Local] | None = None,
+        loose: bool = False,
+    ) -> list[Attr]:
+        out: list[Attr] = []
+        while True:
+            if self.tok.kind == "var" and locals_ is not None:
+                var = self.advance()
+                self.expect_punct("=", f"`${var.name}` (a composite flowop's variable)")
+                locals_.append(Local(var.name, self.value(f"`${var.name}=`"), var.line))
+            else:
+                out.append(self.attr(valid, what, loose))
+            if not self.is_punct(","):
+                return out
             self.advance()
-            out.append(self.attr(valid, what))
-        return out
 
-    def attr(self, valid: tuple[str, ...], what: str) -> Attr:
+    def attr(self, valid: tuple[str, ...], what: str, loose: bool = False) -> Attr:
         tok = self.tok
-        if tok.kind == "var" and what == "flowop":
-            raise self.unsupported("a flowop's local variable (composite flowops)")
         if tok.kind != "word":
             raise self.error(f"expected a {what} attribute, found {tok.describe()}")
         self.advance()
         name = _ALIASES.get(tok.text, tok.text)
-        if name in _UNSUPPORTED_ATTRS:
-            raise self.unsupported(_UNSUPPORTED_ATTRS[name], tok)
-        if name not in valid:
+        if name not in valid and not loose:
             hint = f"{what} attributes are {', '.join(valid)}"
             if tok.text in _SPELLINGS:
                 hint = f"FileBench spells it `{_SPELLINGS[tok.text]}`; {hint}"
@@ -492,20 +701,44 @@ class _Parser:
             return Flt(tok.flt, tok.text)
         if tok.kind == "var":
             self.advance()
-            nxt = self.tok
-            if nxt.start == tok.end and nxt.kind in ("word", "num", "float", "var"):
-                joined = self.text[tok.start : nxt.end]
-                raise self.error(
-                    f"`{joined}`: a variable cannot be joined to other text here",
-                    f'quote it, as in "{joined}"',
-                )
+            if self.joined(tok):
+                return self.joined_value(tok)
             return VarRef(tok.name, tok.line)
         if tok.kind == "str":
             self.advance()
             return Quoted(tok.parts, tok.text)
         if tok.kind == "word":
             self.advance()
+            if self.joined(tok):  # `/mnt/$name`
+                return self.joined_value(tok)
             if tok.text in ("true", "false"):
                 return Bool(tok.text == "true", tok.text)
             return Word(tok.text, tok.text)
         raise self.error(f"expected a value after {after}, found {tok.describe()}")
+
+    def joined(self, prev: Token) -> bool:
+        """Whether the next token touches ``prev``, as ``/sub`` does in ``path=$dir/sub``."""
+        nxt = self.tok
+        return nxt.start == prev.end and nxt.kind in ("word", "num", "float", "var")
+
+    def joined_value(self, first: Token) -> Quoted:
+        """Tokens written without a space between them, as one text (FileBench's lexer reads
+        ``$dir/sub`` as a variable followed by text and joins them)."""
+        parts: list[Part] = []
+        tok = first
+        while True:
+            parts.append(VarRef(tok.name, tok.line) if tok.kind == "var" else tok.text)
+            if not self.joined(tok):
+                break
+            tok = self.advance()
+        return Quoted(tuple(parts), self.text[first.start : tok.end])
+
+
+def _all_of(problems: list[WmlError]) -> WmlError:
+    """One error naming every construct iowatt does not run, the first one's line first."""
+    first = problems[0]
+    if len(problems) == 1:
+        return first
+    others = "; ".join(f"line {p.line}: {p.what}" for p in problems[1:])
+    return WmlError(f"{first.message}; also {others}", first.hint, line=first.line,
+                    what=f"{first.what}; also {others}")  # fmt: skip

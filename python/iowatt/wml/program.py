@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.wml.dists import mean_of
+from iowatt.wml.script import Step
 
 
 @dataclass
@@ -18,7 +19,8 @@ class Program:
     source: str  # the file name as given (for messages)
     name: str  # the file's stem, e.g. "fileserver"
     variables: dict[str, str]  # every $var's final value as text, after overrides
-    runtime_s: float | None  # from `run N`, `run` (60) or `psrun`; None without a run command
+    runtime_s: float | None  # from `run N`, `run` (60), `psrun` or the sleeps of 1.4's
+    # `create processes` ... `shutdown`; None when the file never runs its processes
     quit: str  # "timeout" | "alldone" | "firstdone"
     messages: list[str]  # `echo` text, in order, variables substituted
     usage: list[str]  # `usage` text
@@ -27,7 +29,11 @@ class Program:
     threads: list[dict[str, Any]] = field(default_factory=list, repr=False)  # ThreadSpec
     thread_lines: list[int] = field(default_factory=list)  # each thread's `thread` line
     eventgen_rate: float | None = None  # events/s of `eventgen rate=N`; None when 0 or absent
-    warnings: list[str] = field(default_factory=list)  # "FILE:LINE: ..." settings iowatt ignores
+    # "FILE:LINE: ..." what iowatt ignores or maps
+    warnings: list[str] = field(default_factory=list)
+    ramp_s: float = 0.0  # seconds the processes run before 1.4's `stats clear`
+    origins: dict[str, str] = field(default_factory=dict)  # where each variable's value is from
+    steps: list[Step] = field(default_factory=list)  # commands around the run, in order
 
     def model(
         self,

@@ -15,7 +15,13 @@ impl Interp<'_> {
             return Step::Broken("needs a fileset".into());
         };
         let fs = &self.shared.filesets[set];
-        let Some(d) = fs.pick_leafdir(!make, &|| self.stopping()) else {
+        // `flowoplib_pickleafdir` scales the draw by half the leaf directories.
+        let n = fs.leafdirs.len();
+        let at = f.index.as_ref().map(|d| {
+            let draw = d.sample(&mut self.rng).saturating_mul((n / 2) as u64);
+            (draw % n.max(1) as u64) as u32
+        });
+        let Some(d) = fs.pick_leafdir(!make, at, &|| self.stopping()) else {
             let which = if make { "absent" } else { "existing" };
             return Step::NoFile(format!(
                 "flowop `{}` could not obtain an {which} leaf directory from fileset `{}`",

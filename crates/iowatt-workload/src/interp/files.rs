@@ -9,6 +9,12 @@ use crate::fileset::FilesetState;
 use crate::spec::Flowop;
 
 impl Interp<'_> {
+    /// With `indexed`: a draw of the index, modulo the `n` entries (`flowoplib_pickfile`).
+    pub(super) fn index_of(&mut self, f: &Flowop, n: usize) -> Option<u32> {
+        let d = f.index.as_ref()?;
+        Some((d.sample(&mut self.rng) % n.max(1) as u64) as u32)
+    }
+
     /// `flowoplib_fdnum`: the flowop's slot, or with `opennext` the next slot of the rotation.
     pub(super) fn slot_of(&mut self, f: &Flowop) -> usize {
         if f.fd > 0 {
@@ -58,7 +64,8 @@ impl Interp<'_> {
         }
         let fs = &self.shared.filesets[set];
         let tid = if f.opennext { self.tid } else { 0 };
-        let Some(entry) = fs.pick_file(!create, tid, &|| self.stopping()) else {
+        let at = self.index_of(f, fs.files.len());
+        let Some(entry) = fs.pick_file(!create, tid, at, &|| self.stopping()) else {
             let which = if create { "absent" } else { "existing" };
             return Step::NoFile(format!(
                 "flowop `{}` could not obtain an {which} file from fileset `{}`",
@@ -144,7 +151,11 @@ impl Interp<'_> {
                     return Step::Broken("deletefile needs a fileset or an fd".into());
                 };
                 let fs = &self.shared.filesets[set];
-                match fs.pick_closed_file(&|| self.stopping()) {
+                let picked = match self.index_of(f, fs.files.len()) {
+                    Some(at) => fs.pick_file(true, 0, Some(at), &|| self.stopping()),
+                    None => fs.pick_closed_file(&|| self.stopping()),
+                };
+                match picked {
                     Some(e) => (set, e),
                     None => {
                         return Step::NoFile(format!(
@@ -199,7 +210,8 @@ impl Interp<'_> {
             return Step::Broken("statfile needs a fileset or an open fd".into());
         };
         let fs = &self.shared.filesets[set];
-        let Some(entry) = fs.pick_file(true, 0, &|| self.stopping()) else {
+        let at = self.index_of(f, fs.files.len());
+        let Some(entry) = fs.pick_file(true, 0, at, &|| self.stopping()) else {
             return Step::NoFile(format!(
                 "flowop `{}` could not obtain an existing file from fileset `{}`",
                 f.name, fs.name

@@ -141,53 +141,87 @@ impl<'s> Interp<'s> {
 
     /// Loops over the flowops until the run ends or this thread is done.
     pub fn run(&mut self) {
+        let n = self.flowops.len();
+        // Composite flowops being run, innermost last: (its index, where its body ends,
+        // passes left, when it began).
+        let mut open: Vec<(usize, usize, u32, u64)> = Vec::new();
+        let mut pc = 0;
         'outer: loop {
-            for i in 0..self.flowops.len() {
-                for _ in 0..self.flowops[i].iters.max(1) {
-                    let now = now_ns();
-                    if self.cpu_start.is_none() && now >= self.measure_start {
-                        self.cpu_start = Some(crate::worker::thread_cpu_ns());
-                    }
-                    if now >= self.stop_at || self.progress.is_stopping() {
-                        break 'outer;
-                    }
-                    match self.exec(i) {
-                        Step::Ok => {}
-                        Step::Failed(errno) => {
-                            self.recorder.failed(i, now_ns(), errno);
-                            if is_fatal(errno) {
-                                let f = &self.flowops[i];
-                                self.stop_run(format!(
-                                    "{} `{}` failed: {}",
-                                    f.kind.as_str(),
-                                    f.name,
-                                    std::io::Error::from_raw_os_error(errno)
-                                ));
-                                break 'outer;
-                            }
-                        }
-                        Step::Broken(why) => {
-                            self.stop_run(format!("flowop `{}`: {why}", self.flowops[i].name));
-                            break 'outer;
-                        }
-                        // Given up waiting for a busy file because the run is over.
-                        Step::NoFile(_) if self.stopping() => break 'outer,
-                        Step::NoFile(why) => {
-                            self.thread_done(Some(why));
-                            break 'outer;
-                        }
-                        Step::Finished => {
-                            self.thread_done(None);
-                            break 'outer;
-                        }
-                    }
+            while let Some(top) = open.last_mut() {
+                if top.1 != pc {
+                    break;
+                }
+                if top.2 > 1 {
+                    top.2 -= 1;
+                    pc = top.0 + 1;
+                    break;
+                }
+                let (c, _, _, t0) = open.pop().expect("looked at above");
+                self.record(c, t0, now_ns(), 0);
+            }
+            if pc == n {
+                pc = 0;
+            }
+            let f = &self.flowops[pc];
+            if f.kind == OpKind::Composite {
+                open.push((pc, pc + 1 + f.value as usize, f.iters.max(1), now_ns()));
+                pc += 1;
+                continue;
+            }
+            for _ in 0..f.iters.max(1) {
+                if !self.step(pc) {
+                    break 'outer;
                 }
             }
+            pc += 1;
         }
         for slot in &mut self.slots {
             if let Some(fd) = slot.fd.take() {
                 // SAFETY: a descriptor this thread opened and still owns.
                 unsafe { libc::close(fd) };
+            }
+        }
+    }
+
+    /// Runs flowop `i` once; false when the thread is done (the run ended, it failed, or it
+    /// has nothing more to do).
+    fn step(&mut self, i: usize) -> bool {
+        let now = now_ns();
+        if self.cpu_start.is_none() && now >= self.measure_start {
+            self.cpu_start = Some(crate::worker::thread_cpu_ns());
+        }
+        if now >= self.stop_at || self.progress.is_stopping() {
+            return false;
+        }
+        match self.exec(i) {
+            Step::Ok => true,
+            Step::Failed(errno) => {
+                self.recorder.failed(i, now_ns(), errno);
+                if is_fatal(errno) {
+                    let f = &self.flowops[i];
+                    self.stop_run(format!(
+                        "{} `{}` failed: {}",
+                        f.kind.as_str(),
+                        f.name,
+                        std::io::Error::from_raw_os_error(errno)
+                    ));
+                    return false;
+                }
+                true
+            }
+            Step::Broken(why) => {
+                self.stop_run(format!("flowop `{}`: {why}", self.flowops[i].name));
+                false
+            }
+            // Given up waiting for a busy file because the run is over.
+            Step::NoFile(_) if self.stopping() => false,
+            Step::NoFile(why) => {
+                self.thread_done(Some(why));
+                false
+            }
+            Step::Finished => {
+                self.thread_done(None);
+                false
             }
         }
     }
@@ -265,6 +299,7 @@ impl<'s> Interp<'s> {
             OpKind::SemPost => self.sem_post(i),
             OpKind::Wakeup => self.wakeup(i),
             OpKind::FinishOnCount | OpKind::FinishOnBytes => self.finish_on(i),
+            OpKind::Composite => unreachable!("run() steps into a composite's body"),
         }
     }
 }
