@@ -269,7 +269,7 @@ pub fn thread_cpu_ns() -> (u64, u64) {
 /// A ring set up as fio sets up its own: completions are reaped only by this thread, so the
 /// kernel need not interrupt it (COOP_TASKRUN) and can defer completion work until we ask for
 /// events (SINGLE_ISSUER + DEFER_TASKRUN, Linux 6.1). Older kernels get a plain ring.
-fn new_ring(entries: u32) -> Result<IoUring, WorkloadError> {
+pub(crate) fn new_ring(entries: u32) -> Result<IoUring, WorkloadError> {
     IoUring::builder()
         .setup_coop_taskrun()
         .setup_single_issuer()

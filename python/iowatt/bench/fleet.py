@@ -30,7 +30,13 @@ from iowatt.bench.merge import as_arrays, done_rates, merge_results
 from iowatt.bench.power import BenchPower
 from iowatt.bench.summary import workload_summary
 from iowatt.bench.write import write_run
-from iowatt.errors import IowattError, RunInterrupted, SourceUnavailableError, TargetError
+from iowatt.errors import (
+    ConfigError,
+    IowattError,
+    RunInterrupted,
+    SourceUnavailableError,
+    TargetError,
+)
 from iowatt.fleet.hosts import Targets, file_safe, pick
 from iowatt.fleet.spec import ClusterSpec
 from iowatt.hostinfo import host_facts
@@ -105,6 +111,14 @@ def run_fleet(
     reporter = reporter or SilentReporter()
     sink = sink or WarningSink()
     note = reporter.note
+    for wl in config.workloads:
+        if wl.program is not None and wl.program.steps:
+            step = wl.program.steps[0]
+            raise ConfigError(
+                f"{wl.program.source}:{step.line}: a workload file's commands (`{step.kind}`) "
+                "do not run in a fleet yet",
+                "run the file on one host, or move its commands to a script around iowatt",
+            )
     with contextlib.nullcontext(client) if client else connect(cluster, 1, note) as client:
         chosen = pick(client.scheduler_info()["workers"], hosts, targets)
         fleet = Fleet(cluster, chosen, {h: _text(targets.of(h)) for h in chosen.values()})

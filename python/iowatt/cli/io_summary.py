@@ -14,13 +14,15 @@ WRITES = ("write", "writewholefile", "appendfile", "appendfilerand", "aiowrite")
 
 
 def io_summary(workload: Mapping[str, Any], elapsed_s: float) -> list[str]:
-    """The lines FileBench prints at the end of a run; ``elapsed_s`` is their time stamp."""
+    """The lines FileBench prints at the end of a run; ``elapsed_s`` is their time stamp (the
+    flowops are in FileBench's order, the last defined first)."""
     secs = workload["runtime_s"] or 1e-9
     stamp = f"{elapsed_s:.3f}:"
     lines = [f"{stamp} Per-Operation Breakdown"]
     ops = nbytes = rd = wr = 0
     lat_ns = 0.0
-    for name, f in workload["flowops"].items():
+    # FileBench lists the flowops last defined first.
+    for name, f in reversed(workload["flowops"].items()):
         ms = f["mean_ns"] / 1e6 if f["ops"] else 0.0
         lines.append(
             f"{name:<20} {f['ops']}ops {f['ops'] / secs:8.0f}ops/s "

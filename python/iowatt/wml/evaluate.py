@@ -495,6 +495,8 @@ class _Evaluator:
             self.notice(d.line, f"`{name}`: cached is not applied: iowatt always drops the "
                         "fileset from the page cache before measuring")  # fmt: skip
         self.as_bool(attrs.get("trusttree"))  # iowatt lays out its own directory each run
+        if "datasource" in attrs or "entropy" in attrs:
+            self.data_source(name, attrs, d.line)
         if "dirdepthrv" in attrs:
             self.value_of(attrs["dirdepthrv"])
             self.notice(d.line, f"`{name}`: dirdepthrv is not applied: directory depths are "
@@ -539,6 +541,19 @@ class _Evaluator:
             "writeonly": self.as_bool(attrs.get("writeonly")),
             "single": d.what == "file",
         }
+
+    def data_source(self, name: str, attrs: dict[str, Attr], line: int) -> None:
+        """The FSL fork's ``datasource=entro|constant,entropy=E`` (bits per byte, 0 to 8)."""
+        source = self.as_str(attrs["datasource"]) if "datasource" in attrs else "entro"
+        if source not in ("entro", "constant"):
+            raise self.err(attrs["datasource"].line, f"`datasource={source}` is not a data "
+                           "source", "datasource is entro (with entropy=) or constant")  # fmt: skip
+        entropy = self.as_number(attrs["entropy"]) if "entropy" in attrs else 8.0
+        if not 0 <= entropy <= 8:
+            raise self.err(attrs["entropy"].line, f"`entropy={entropy:g}` is outside 0 to 8",
+                           "entropy is in bits per byte: 8 is incompressible")  # fmt: skip
+        self.notice(line, f"`{name}`: data of a chosen entropy is not generated yet: files and "
+                    "writes get incompressible data")  # fmt: skip
 
     def size_gamma(self, a: Attr, size: dict[str, Any]) -> dict[str, Any]:
         """1.4's ``filesizegamma``: file sizes drawn from a gamma of this shape (in thousandths)
@@ -603,7 +618,7 @@ class _Evaluator:
                 self.notice(t.line, f"thread `{tname}`: ioprio is not applied")
             ops = []
             for f in t.flowops:
-                for op, where in self.expand(f, index, ()):
+                for op, where in self.expand(f, index):
                     flowops.append((op, where))
                     ops.append(op)
             spec = {
@@ -624,13 +639,15 @@ class _Evaluator:
         return self.as_str(attrs["name"])
 
     def expand(
-        self, f: FlowopDef, index: dict[str, int], using: tuple[str, ...]
+        self, f: FlowopDef, index: dict[str, int], using: tuple[str, ...] = (), prefix: str = ""
     ) -> list[tuple[dict[str, Any], FlowopDef]]:
         """A flowop, or a composite flowop as the engine runs it: a ``composite`` step that
-        repeats the next ``value`` flowops (its body, expanded) ``iters`` times."""
+        repeats the next ``value`` flowops (its body, expanded) ``iters`` times. As in
+        FileBench, a flowop inside a composite is named after it: ``dowork1.rw1.openfile4``."""
         comp = self.composites.get(f.kind)
         if comp is None:
-            return [(self.flowop(f, index), f)]
+            op = self.flowop(f, index)
+            return [({**op, "name": f"{prefix}{op['name']}"}, f)]
         if f.kind in using:
             raise self.err(f.line, f"composite flowop `{f.kind}` uses itself")
         attrs = _by_name(f.attrs)
@@ -649,18 +666,18 @@ class _Evaluator:
                     f"add ${param.name}=... to this flowop",
                 )
             scope[param.name] = self.resolve(param.value)
-        iters_attr = attrs.get("iters")
-        if iters_attr is None and comp.iters is not None:
-            iters_attr = Attr("iters", comp.iters, comp.line, "iters")
-        iters = self.as_int(iters_attr, lo=1, hi=U32_MAX) if iters_attr else 1
+        iters = self.as_int(attrs["iters"], lo=1, hi=U32_MAX) if "iters" in attrs else 1
+        if comp.iters is not None and comp.line not in self.noted:
+            self.noted.add(comp.line)
+            self.notice(comp.line, f"`define flowop {f.kind}`: iters is set where it is used, "
+                        "as in FileBench (it is 1 there when not given)")  # fmt: skip
         self.scopes.append(scope)
         try:
-            body = [
-                x for inner in comp.flowops for x in self.expand(inner, index, (*using, f.kind))
-            ]
+            using, inside = (*using, f.kind), f"{prefix}{name}."
+            body = [x for inner in comp.flowops for x in self.expand(inner, index, using, inside)]
         finally:
             self.scopes.pop()
-        head = {**_COMPOSITE, "name": name, "iters": iters, "value": len(body)}
+        head = {**_COMPOSITE, "name": f"{prefix}{name}", "iters": iters, "value": len(body)}
         return [(head, f), *body]
 
     def flowop(self, f: FlowopDef, index: dict[str, int]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ unevaluated (a :class:`~iowatt.wml.lexer.VarRef` is resolved later, so a ``set``
 ``define`` counts, as in FileBench). Every statement and attribute keeps its line for messages.
 Besides FileBench 1.5's grammar it reads 1.4's spellings (``create fileset``, ``create
 processes``, ``stats``, ``shutdown``, ``filesizegamma``) and the FSL fork's data attributes
-(``entropy``, ``dedup``).
+(``datasource``, ``entropy``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ _MULTI_HINT = "iowatt runs a workload on many hosts with --cluster (docs/fleets.
 
 # Attribute names per entity (spellings FileBench's lexer maps to the same token are aliases).
 _COMMON_FILE = ("name", "path", "size", "prealloc", "paralloc", "reuse", "trusttree", "readonly",
-                "writeonly", "cached", "entropy", "dedup")  # fmt: skip
+                "writeonly", "cached", "datasource", "entropy")  # fmt: skip
 FILE_ATTRS = _COMMON_FILE
 FILESET_ATTRS = (*_COMMON_FILE, "entries", "dirwidth", "dirgamma", "leafdirs", "dirdepthrv",
                  "filesizegamma")  # fmt: skip
@@ -40,12 +40,12 @@ PROCESS_ATTRS = ("name", "instances", "nice")
 THREAD_ATTRS = ("name", "instances", "memsize", "useism", "ioprio")
 FLOWOP_ATTRS = ("name", "filename", "fd", "srcfd", "iosize", "random", "workingset", "directio",
                 "dsync", "opennext", "noreadahead", "iters", "value", "target", "blocking",
-                "highwater", "indexed", "entropy", "dedup")  # fmt: skip
+                "highwater", "indexed")  # fmt: skip
 RANDVAR_ATTRS = ("type", "mean", "gamma", "min", "round", "seed", "randsrc", "randtable")
 CVAR_ATTRS = ("type", "parameters", "min", "max", "round")
 EVENTGEN_ATTRS = ("rate",)
 COMPOSITE_ATTRS = ("name", "iters")
-_ALIASES = {"filesize": "size", "filesetname": "filename", "datasource": "entropy"}
+_ALIASES = {"filesize": "size", "filesetname": "filename"}
 _SPELLINGS = {"rotatefd": "opennext"}
 
 STATEMENTS = ("set", "define", "eventgen", "run", "psrun", "create", "echo", "usage", "debug",

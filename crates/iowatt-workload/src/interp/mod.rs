@@ -25,6 +25,7 @@ use crate::run::{Frame, Seat};
 use crate::spec::{Flowop, OpKind, Quit};
 use iowatt_metrics::Rng;
 
+mod aio;
 mod data;
 mod dirs;
 mod files;
@@ -85,6 +86,7 @@ pub struct Interp<'s> {
     measure_start: u64,
     pub cpu_start: Option<(u64, u64)>,
     pub fatal: Option<String>,
+    aio: Option<aio::Aio>,
 }
 
 impl<'s> Interp<'s> {
@@ -132,6 +134,7 @@ impl<'s> Interp<'s> {
             measure_start: frame.measure_start,
             cpu_start: None,
             fatal: None,
+            aio: None,
         }
     }
 
@@ -175,6 +178,7 @@ impl<'s> Interp<'s> {
             }
             pc += 1;
         }
+        self.drain();
         for slot in &mut self.slots {
             if let Some(fd) = slot.fd.take() {
                 // SAFETY: a descriptor this thread opened and still owns.
@@ -270,6 +274,7 @@ impl<'s> Interp<'s> {
     fn exec(&mut self, i: usize) -> Step {
         let f = &self.flowops[i];
         match f.kind {
+            OpKind::AioWrite if f.random => self.aio_write(i),
             OpKind::Read | OpKind::Write | OpKind::AioWrite => self.read_write(i),
             OpKind::CreateFile | OpKind::OpenFile => {
                 let slot = self.slot_of(f);
@@ -283,12 +288,7 @@ impl<'s> Interp<'s> {
             OpKind::AppendFile | OpKind::AppendFileRand => self.append(i),
             OpKind::Fsync => self.fsync(i),
             OpKind::FsyncSet => self.fsync_set(i),
-            OpKind::AioWait => {
-                // aiowrite completed before it returned: nothing is left to reap.
-                let t = now_ns();
-                self.record(i, t, t, 0);
-                Step::Ok
-            }
+            OpKind::AioWait => self.aio_wait(i),
             OpKind::MakeDir | OpKind::RemoveDir => self.leafdir(i),
             OpKind::ListDir => self.list_dir(i),
             OpKind::Hog => self.hog(i),
