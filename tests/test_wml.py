@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from iowatt._engine import WorkloadRun
 from iowatt.errors import EXIT_USAGE, ConfigError
 from iowatt.units import MAX_SIZE
 from iowatt.wml import BUILTIN, Program, WmlError, builtin_path, parse_file, parse_text
+from iowatt.wml.dists import mean_of
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "wml"
@@ -456,21 +458,13 @@ def test_errors_name_the_line(text: str, message: str, hint: str | None) -> None
         assert e.hint is not None and hint in e.hint, e.hint
 
 
-def test_random_sizes_iowatt_cannot_draw_are_refused_where_used() -> None:
-    head = HEAD + "set $io=cvar(type=cvar-normal,parameters=mean:8192;sigma:1024)\n"
-    assert parse(one_thread("hog name=h,value=1", head=head))  # defined but unused: fine
-    e = wml_error(one_thread("read name=r,filename=f,iosize=$io", head=head))
-    assert e.message == ("t.f:8: `iosize=$io`: cvar type `cvar-normal` (line 3) is not supported")
-    assert e.hint is not None and e.hint.startswith(UNSUPPORTED)
+def test_random_sizes_are_rounded_clamped_and_drawn_from_every_cvar_type() -> None:
     clamp = HEAD + "set $io=cvar(type=cvar-gamma,parameters=mean:8192,max=64k,round=512)\n"
     op = parse(one_thread("read name=r,filename=f,iosize=$io", head=clamp)).threads[0]["flowops"][0]
     gamma = {"gamma": {"mean": 8192.0, "shape": 1.5, "min": 0}}
     assert op["iosize_dist"] == {"bounded": {"of": gamma, "round": 512, "min": 0, "max": 65536}}
     assert op["iosize"] == 4 * 8192 + 512  # buffers: 4 means of a gamma, rounded up
     head = HEAD + "set $io=8k\n"
-    normal = {"io": "cvar(type=cvar-normal)"}
-    e = wml_error(one_thread("read name=r,filename=f,iosize=$io", head=head), normal)
-    assert e.message == "t.f:8: `iosize=$io`: cvar type `cvar-normal` (from --set) is not supported"
     rounded = {"io": "randvar(type=uniform,min=1k,mean=2k,round=512)"}
     p = parse(one_thread("read name=r,filename=f,iosize=$io", head=head), rounded)
     uniform = {"uniform": {"min": 1024, "max": 3072}}
@@ -502,6 +496,28 @@ def test_modes_eventgen_comments_and_ignored_commands() -> None:
     p = parse(text)
     assert (p.quit, p.eventgen_rate, p.messages) == ("alldone", None, [])
     assert p.threads[0]["flowops"][0]["value"] == 1
+
+
+@pytest.mark.parametrize(
+    ("cvar", "mean"),
+    [
+        ("cvar-exponential,parameters=mean:8192", 8192),
+        ("cvar-erlang,parameters=shape:3;rate:8192", 8192),  # rate is the mean (rds_erlang)
+        ("cvar-lognormal,parameters=shape:0.5;scale:9", math.exp(9 + 0.5**2 / 2)),
+        ("cvar-normal,parameters=mean:8192;sigma:1024", 8192),
+        ("cvar-triangular,parameters=lower:1024;upper:8192;mode:2048", (1024 + 8192 + 2048) / 3),
+        ("cvar-weibull,parameters=shape:2;scale:8192", 8192 * math.gamma(1.5)),
+    ],
+)
+def test_the_other_cvar_types_are_tables_of_their_quantiles(cvar: str, mean: float) -> None:
+    """Each is 256 equally likely pieces between quantiles; the pieces keep the mean within
+    1 % (the cut tails, 1e-4 each side, are what it loses)."""
+    p = parse(one_thread("read name=r,filename=f,iosize=$io",
+                         head=HEAD + f"set $io=cvar(type={cvar})\n"))  # fmt: skip
+    rows = p.threads[0]["flowops"][0]["iosize_dist"]["tabular"]
+    assert len(rows) == 256 and all(lo <= hi for _, lo, hi in rows)
+    assert [lo for _, lo, _ in rows[1:]] == [hi for _, _, hi in rows[:-1]]  # contiguous
+    assert mean_of({"tabular": rows}) == pytest.approx(mean, rel=0.01)
 
 
 def test_randvars_follow_filebench() -> None:

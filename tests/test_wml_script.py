@@ -339,3 +339,26 @@ def test_a_file_with_commands_is_refused_in_a_fleet_before_any_host_starts(
     assert_user_error(
         r, "script14.f:5: a workload file's commands (`system`) do not run in a fleet"
     )
+
+
+def test_aiowrite_submits_and_aiowait_reaps_real_asynchronous_writes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    f = tmp_path / "aio.f"
+    f.write_text(
+        "define file name=data,path=$dir,size=1m,prealloc\n"
+        "define process name=p\n{\n  thread name=t,instances=2\n  {\n"
+        "    flowop aiowrite name=aw,filename=data,iosize=4k,random,iters=16\n"
+        "    flowop aiowait name=wait1\n    flowop aiowait name=wait2\n  }\n}\nrun 1\n"
+    )
+    results = tmp_path / "results"
+    r = iowatt(capsys, "bench", f, "--target", tmp_path, "--results", results, "--no-report")
+    assert r.code == 0, r.err
+    [run] = runs_in(results)
+    flowops = json.loads((run / "summary.json").read_text())["workloads"]["aio"]["flowops"]
+    aw, w1, w2 = flowops["aw"], flowops["wait1"], flowops["wait2"]
+    assert aw["ops"] > 0 and aw["bytes"] == aw["ops"] * 4096 and aw["errors"] == 0
+    # Each pass waits twice for every thread: wait1 for 8 of 16 in flight, wait2 for half
+    # of what is left. They move no data, and count as I/O: FileBench's AIO flowops do.
+    assert w1["ops"] == pytest.approx(aw["ops"] / 16, abs=2) and w1["bytes"] == 0
+    assert w2["ops"] == pytest.approx(w1["ops"], abs=2) and w1["io"]

@@ -87,6 +87,37 @@ mod tests {
     }
 
     #[test]
+    fn bounded_draws_are_rounded_to_the_nearest_multiple_then_clamped() {
+        let d = SizeDist::Bounded {
+            of: Box::new(SizeDist::Uniform {
+                min: 0,
+                max: 10_000,
+            }),
+            round: 1024,
+            min: 2048,
+            max: 8192,
+        };
+        let mut rng = Rng::new(3);
+        let draws: Vec<u64> = (0..10_000).map(|_| d.sample(&mut rng)).collect();
+        assert!(draws
+            .iter()
+            .all(|v| v % 1024 == 0 && (2048..=8192).contains(v)));
+        // Nearest, not down: 1,500 rounds to 1,024 (then clamped to 2,048), 1,600 to 2,048;
+        // 9,000 rounds to 9,216, above max.
+        assert!(draws.contains(&2048) && draws.contains(&8192));
+        let mut one = |v| {
+            SizeDist::Bounded {
+                of: Box::new(SizeDist::Fixed(v)),
+                round: 1000,
+                min: 0,
+                max: u64::MAX,
+            }
+            .sample(&mut rng)
+        };
+        assert_eq!((one(1499), one(1500), one(2501)), (1000, 2000, 3000));
+    }
+
+    #[test]
     fn samples_average_to_the_distribution_mean() {
         for d in [
             SizeDist::Gamma {

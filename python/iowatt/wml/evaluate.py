@@ -321,7 +321,7 @@ class _Evaluator:
         number of a workload ends up in the engine's u64 or u32 fields)."""
         v = self.value_of(a)
         if isinstance(v, Dist):
-            if mean_ok and v.spec is not None:
+            if mean_ok:
                 return round(v.mean)
             raise self.err(
                 a.line, f"`{a.spelled}` cannot be random ({_show(v)})", "give it a fixed number"
@@ -372,18 +372,6 @@ class _Evaluator:
     def as_size(self, a: Attr) -> tuple[dict[str, Any], Dist | None]:
         v = self.value_of(a)
         if isinstance(v, Dist):
-            if v.spec is None:
-                given = f"${a.value.name}" if isinstance(a.value, VarRef) else v.text
-                origin = f"line {v.line}" if v.line else "from --set"
-                raise self.err(
-                    a.line,
-                    f"`{a.spelled}={given}`: {v.problem} ({origin}) is not supported",
-                    v.hint,
-                )
-            if v.line not in self.noted:
-                self.noted.add(v.line)
-                where = f"{self.source}:{v.line}" if v.line else f"{self.source}: --set"
-                self.warnings.extend(f"{where}: {note}" for note in v.notes)
             return v.spec, v
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise self.err(a.line, f"`{a.spelled}` needs a size such as 16k, not {_show(v)}")
