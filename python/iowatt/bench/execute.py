@@ -207,7 +207,7 @@ def _run_workload(
     summary["layout_s"] = (measured_from - started) / 1e9 if measured_from > started else None
     outcome = Outcome(wl, result, summary, engine.model_dict())
     reporter.workload_finished(wl, outcome.summary)
-    if steps is not None and steps.failed is None:
+    if steps is not None and steps.failed is None and result["status"] == "complete":
         try:
             steps.due(float("inf"))  # what the file does after its processes, in order
             steps.through("after")

@@ -106,6 +106,7 @@ class _Evaluator:
         self.warnings: list[str] = []
         self.noted: set[int] = set()
         self.override_texts = {k: text for k, (_, text) in overrides.items()}
+        self.used = _used(self.active + self.commands)  # every variable referred to
         self._apply(overrides)
         self._check_defined()
 
@@ -117,7 +118,7 @@ class _Evaluator:
         self.warnings.append(f"{self.source}:{line}: {what}" if line else f"{self.source}: {what}")
 
     def _apply(self, overrides: Mapping[str, tuple[Value, str]]) -> None:
-        used = _used(self.active + self.commands)
+        used = self.used
         for name, (value, _) in overrides.items():
             if name == "dir":
                 raise self.err(
@@ -145,8 +146,7 @@ class _Evaluator:
     def _check_defined(self) -> None:
         """Every variable the file uses but never sets, in one message (FileBench accepts them
         until it reads one; a wrapper script usually supplies them)."""
-        missing = {k: v for k, v in _used(self.active + self.commands).items()
-                   if k not in self.defs and k != "dir"}  # fmt: skip
+        missing = {k: v for k, v in self.used.items() if k not in self.defs and k != "dir"}
         if not missing:
             return
         names = sorted(missing, key=lambda k: missing[k])

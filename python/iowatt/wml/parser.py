@@ -502,9 +502,10 @@ class _Parser:
         while not self.is_punct("{"):
             if self.tok.kind == "var":
                 var = self.advance()
-                value = (
-                    self.value(f"`${var.name}=`") if self.is_punct("=") and self.advance() else None
-                )
+                value = None
+                if self.is_punct("="):
+                    self.advance()
+                    value = self.value(f"`${var.name}=`")
                 params.append(Local(var.name, value, var.line))
             else:
                 attrs.append(self.attr(COMPOSITE_ATTRS, "composite flowop"))
