@@ -222,6 +222,7 @@ def test_fileserver() -> None:
         "readonly": False,
         "writeonly": False,
         "single": False,
+        "entropy": None,
     }
     [t] = p.threads
     assert (t["name"], t["process"], t["instances"], t["memsize"]) == (

@@ -12,6 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::entropy::DataSource;
 use crate::spec::FilesetSpec;
 use iowatt_metrics::Rng;
 
@@ -215,6 +216,8 @@ impl Entries {
 /// What every thread shares about a fileset while the run goes on.
 pub struct FilesetState {
     pub name: String,
+    /// What writes to the fileset's files are filled with, when not random bytes.
+    pub data: Option<DataSource>,
     pub readonly: bool,
     pub writeonly: bool,
     pub files: Vec<CString>,
@@ -235,9 +238,16 @@ pub fn cpath(p: &Path) -> CString {
 }
 
 impl FilesetState {
-    pub fn new(spec: &FilesetSpec, layout: &Layout, files: &[bool], leafdirs: &[bool]) -> Self {
+    pub fn new(
+        spec: &FilesetSpec,
+        layout: &Layout,
+        files: &[bool],
+        leafdirs: &[bool],
+        data: Option<DataSource>,
+    ) -> Self {
         FilesetState {
             name: spec.name.clone(),
+            data,
             readonly: spec.readonly,
             writeonly: spec.writeonly,
             files: layout.files.iter().map(|p| cpath(p)).collect(),
@@ -362,6 +372,7 @@ mod tests {
             readonly: false,
             writeonly: false,
             single: false,
+            entropy: None,
         }
     }
 

@@ -10,6 +10,7 @@
 mod buffers;
 mod collector;
 mod dist;
+mod entropy;
 mod error;
 mod fileset;
 mod handle;

@@ -1,6 +1,7 @@
 //! Laying filesets out on disk before the clock starts: the directory tree, then the
-//! preallocated share of the files, written with incompressible data on several threads, then
-//! flushed out of the page cache (as FileBench's FileMacro profile flushes before measuring).
+//! preallocated share of the files, written with incompressible data (or data of the fileset's
+//! entropy) on several threads, then flushed out of the page cache (as FileBench's FileMacro
+//! profile flushes before measuring).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -8,6 +9,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
+use crate::entropy::DataSource;
 use crate::error::WorkloadError;
 use crate::fileset::{FilesetState, Layout};
 use crate::progress::Progress;
@@ -42,7 +44,12 @@ pub fn populate(w: &Workload, progress: &Progress) -> Result<Vec<FilesetState>, 
         plans.push((spec, layout, prealloc, leafdirs, reused));
     }
     let mut todo = Vec::new();
-    for (spec, layout, prealloc, leafdirs, reused) in &plans {
+    let sources: Vec<Option<DataSource>> = w
+        .filesets
+        .iter()
+        .map(|s| s.entropy.map(|e| DataSource::new(e, &mut rng)))
+        .collect();
+    for (set, (spec, layout, prealloc, leafdirs, reused)) in plans.iter().enumerate() {
         for d in &layout.dirs {
             mkdir(d)?;
         }
@@ -52,7 +59,7 @@ pub fn populate(w: &Workload, progress: &Progress) -> Result<Vec<FilesetState>, 
         for (i, path) in layout.files.iter().enumerate() {
             let keep = *reused && path.exists();
             if prealloc[i] && !keep {
-                todo.push((path.clone(), layout.sizes[i]));
+                todo.push((path.clone(), layout.sizes[i], sources[set].as_ref()));
             } else if !prealloc[i] && spec.single && !*reused && path.exists() {
                 // A `define file` without prealloc starts absent; never remove a user's file.
                 return Err(WorkloadError::Invalid(format!(
@@ -63,17 +70,19 @@ pub fn populate(w: &Workload, progress: &Progress) -> Result<Vec<FilesetState>, 
         }
     }
     progress.set_prepare_total(todo.iter().map(|t| t.1).sum());
+    let written: Vec<(PathBuf, u64)> = todo.iter().map(|t| (t.0.clone(), t.1)).collect();
     write_files(&todo, w.seed, progress)?;
+    drop(todo);
     let mut states = Vec::new();
-    for (spec, layout, prealloc, leafdirs, reused) in &plans {
+    for ((spec, layout, prealloc, leafdirs, reused), data) in plans.iter().zip(sources) {
         let exists: Vec<bool> = if *reused {
             layout.files.iter().map(|p| p.exists()).collect()
         } else {
             prealloc.clone()
         };
-        states.push(FilesetState::new(spec, layout, &exists, leafdirs));
+        states.push(FilesetState::new(spec, layout, &exists, leafdirs, data));
     }
-    drop_caches(&w.filesets, &todo);
+    drop_caches(&w.filesets, &written);
     Ok(states)
 }
 
@@ -85,11 +94,10 @@ fn mkdir(d: &Path) -> Result<(), WorkloadError> {
     }
 }
 
-fn write_files(
-    todo: &[(PathBuf, u64)],
-    seed: u64,
-    progress: &Progress,
-) -> Result<(), WorkloadError> {
+/// A file to lay out: its path, size and the data it is filled with (random bytes if none).
+type ToWrite<'a> = (PathBuf, u64, Option<&'a DataSource>);
+
+fn write_files(todo: &[ToWrite<'_>], seed: u64, progress: &Progress) -> Result<(), WorkloadError> {
     let next = AtomicUsize::new(0);
     let writers = std::thread::available_parallelism()
         .map_or(2, |n| n.get() * 2)
@@ -103,15 +111,23 @@ fn write_files(
                     let mut rng = Rng::stream(seed, 1 << 40 | t as u64);
                     let mut chunk = vec![0u8; CHUNK];
                     rng.fill(&mut chunk);
+                    // Whether the chunk holds random bytes (not a fileset's chosen entropy).
+                    let mut random = true;
                     loop {
                         if progress.is_cancelled() {
                             return Err(WorkloadError::Cancelled);
                         }
                         let i = next.fetch_add(1, Relaxed);
-                        let Some((path, size)) = todo.get(i) else {
+                        let Some((path, size, data)) = todo.get(i) else {
                             return Ok(());
                         };
-                        write_file(path, *size, &mut chunk, &mut rng, progress)?;
+                        match data {
+                            Some(source) => source.fill(&mut chunk, &mut rng),
+                            None if !random => rng.fill(&mut chunk),
+                            None => {}
+                        }
+                        random = data.is_none();
+                        write_file(path, *size, &mut chunk, &mut rng, data.is_none(), progress)?;
                     }
                 })
             })
@@ -127,6 +143,7 @@ fn write_file(
     size: u64,
     chunk: &mut [u8],
     rng: &mut Rng,
+    random: bool,
     progress: &Progress,
 ) -> Result<(), WorkloadError> {
     let io = |op, e| WorkloadError::io(op, path, e);
@@ -140,8 +157,10 @@ fn write_file(
     while off < size {
         let n = (size - off).min(CHUNK as u64) as usize;
         // Fresh bytes at the start of each chunk keep files from deduplicating, at a fraction
-        // of the cost of refilling the whole chunk.
-        rng.fill(&mut chunk[..n.min(64)]);
+        // of the cost of refilling the whole chunk (data of a chosen entropy is left as is).
+        if random {
+            rng.fill(&mut chunk[..n.min(64)]);
+        }
         file.write_all_at(&chunk[..n], off)
             .map_err(|e| io("fill", e))?;
         off += n as u64;

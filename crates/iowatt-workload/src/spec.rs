@@ -196,6 +196,10 @@ pub struct FilesetSpec {
     /// `define file`: one file at `path/name`, no tree.
     #[serde(default)]
     pub single: bool,
+    /// Bits per byte of the data laid out and written to the fileset's files (the FSL fork's
+    /// `entropy`); none: incompressible random data.
+    #[serde(default)]
+    pub entropy: Option<f64>,
 }
 
 fn default_dirwidth() -> u64 {

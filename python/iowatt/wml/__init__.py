@@ -2,8 +2,10 @@
 
 The grammar and semantics follow FileBench 1.5 (``filebench/filebench`` 22620e6:
 ``parser_lex.l``, ``parser_gram.y``, ``vars.c``, ``fb_random.c``, ``fb_cvar.c``), and also accept
-1.4's ``define randvar`` and ``usage``. What iowatt cannot run (composite flowops, ``system``,
-``sleep``, ``indexed``, multi-client sync, ...) is refused with the line it is on.
+1.4's spellings (``define randvar``, ``create processes``, ``stats``, arithmetic, ...) and the
+FSL fork's ``datasource``/``entropy``. What iowatt does not run (multi-client sync, two debugging
+flowops) is refused, every such construct named with its line in one message; docs/wml.md has
+the status of each construct.
 
 >>> program = parse_file(builtin_path("fileserver"), {"nthreads": "8"}, dir=Path("/mnt/test"))
 >>> workload = program.model(seed=1, runtime_ns=10**10, ramp_ns=0, slow_ns=[10**8])

@@ -483,8 +483,7 @@ class _Evaluator:
             self.notice(d.line, f"`{name}`: cached is not applied: iowatt always drops the "
                         "fileset from the page cache before measuring")  # fmt: skip
         self.as_bool(attrs.get("trusttree"))  # iowatt lays out its own directory each run
-        if "datasource" in attrs or "entropy" in attrs:
-            self.data_source(name, attrs, d.line)
+        entropy = self.entropy(attrs) if {"datasource", "entropy"} & attrs.keys() else None
         if "dirdepthrv" in attrs:
             self.value_of(attrs["dirdepthrv"])
             self.notice(d.line, f"`{name}`: dirdepthrv is not applied: directory depths are "
@@ -528,20 +527,23 @@ class _Evaluator:
             "readonly": self.as_bool(attrs.get("readonly")),
             "writeonly": self.as_bool(attrs.get("writeonly")),
             "single": d.what == "file",
+            "entropy": entropy,
         }
 
-    def data_source(self, name: str, attrs: dict[str, Attr], line: int) -> None:
-        """The FSL fork's ``datasource=entro|constant,entropy=E`` (bits per byte, 0 to 8)."""
+    def entropy(self, attrs: dict[str, Attr]) -> float:
+        """The FSL fork's ``datasource=entro|constant,entropy=E``: the bits per byte of the data
+        laid out and written (0 to 8; ``constant`` is 0)."""
         source = self.as_str(attrs["datasource"]) if "datasource" in attrs else "entro"
         if source not in ("entro", "constant"):
             raise self.err(attrs["datasource"].line, f"`datasource={source}` is not a data "
                            "source", "datasource is entro (with entropy=) or constant")  # fmt: skip
+        if source == "constant":
+            return 0.0
         entropy = self.as_number(attrs["entropy"]) if "entropy" in attrs else 8.0
         if not 0 <= entropy <= 8:
             raise self.err(attrs["entropy"].line, f"`entropy={entropy:g}` is outside 0 to 8",
                            "entropy is in bits per byte: 8 is incompressible")  # fmt: skip
-        self.notice(line, f"`{name}`: data of a chosen entropy is not generated yet: files and "
-                    "writes get incompressible data")  # fmt: skip
+        return entropy
 
     def size_gamma(self, a: Attr, size: dict[str, Any]) -> dict[str, Any]:
         """1.4's ``filesizegamma``: file sizes drawn from a gamma of this shape (in thousandths)

@@ -35,6 +35,7 @@ impl Interp<'_> {
             ));
         }
         let off = self.rng.below(span / iosize) * iosize;
+        self.fill_for(slot, iosize as usize);
         if self.aio.is_none() {
             match new_ring(RING_ENTRIES) {
                 Ok(ring) => self.aio = Some(Aio { ring, in_flight: 0 }),

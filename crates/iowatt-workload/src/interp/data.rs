@@ -18,6 +18,18 @@ impl Interp<'_> {
         }
     }
 
+    /// Before a write of `n` bytes to the file in `slot`: the fileset's data of a chosen
+    /// entropy, if it has one (outside the timed call, as the FSL fork fills its buffer).
+    pub(super) fn fill_for(&mut self, slot: usize, n: usize) {
+        let Some((set, _)) = self.slots[slot].entry else {
+            return;
+        };
+        if let Some(data) = &self.shared.filesets[set].data {
+            let n = n.min(self.buf_len);
+            data.fill(&mut self.buf.as_mut_slice()[..n], &mut self.rng);
+        }
+    }
+
     pub(super) fn iosize(&mut self, f: &Flowop) -> u64 {
         match &f.iosize_dist {
             Some(d) => d.sample(&mut self.rng).clamp(1, self.buf_len as u64),
@@ -33,6 +45,10 @@ impl Interp<'_> {
         let f = &self.flowops[i];
         let iosize = self.iosize(f).min(self.buf_len as u64) as usize;
         let write = f.kind != OpKind::Read;
+        if write {
+            self.fill_for(slot, iosize);
+        }
+        let f = &self.flowops[i];
         let ptr = self.buf.as_mut_ptr();
         let (t0, res) = if f.random {
             let span = self.span(f, slot);
@@ -127,6 +143,7 @@ impl Interp<'_> {
             n => n,
         }
         .clamp(1, self.buf_len as u64);
+        self.fill_for(slot, chunk as usize);
         let ptr = self.buf.as_mut_ptr();
         let mut written = 0u64;
         let t0 = now_ns();
@@ -159,11 +176,12 @@ impl Interp<'_> {
         } else {
             self.iosize(f)
         };
-        let (_, fd) = match self.ensure_open(i) {
+        let (slot, fd) = match self.ensure_open(i) {
             Ok(x) => x,
             Err(step) => return step,
         };
         let n = size.min(self.buf_len as u64) as usize;
+        self.fill_for(slot, n);
         let ptr = self.buf.as_mut_ptr();
         let t0 = now_ns();
         // SAFETY: a valid fd; buf holds n bytes.

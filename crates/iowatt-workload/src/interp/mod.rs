@@ -5,9 +5,9 @@
 //! (FileBench's IO and AIO types) count toward the run's ops/s and interval series.
 //!
 //! Differences from FileBench, on purpose: the implicit open a read or write does on an empty
-//! slot is not counted as an extra operation of that flowop; `aiowrite` completes before it
-//! returns (so `aiowait` has nothing left to reap); I/O buffers are sized to the largest I/O
-//! rather than to `memsize`.
+//! slot is not counted as an extra operation of that flowop; `aiowait` waits for half the
+//! writes in flight (FileBench's Linux build only polls); I/O buffers are sized to the largest
+//! I/O rather than to `memsize`.
 
 //! The flowops are grouped by family: `files` (picking, opening, closing, deleting), `data`
 //! (reads, writes, appends), `dirs`, `sync` (fsync, semaphores, gates) and `limits` (rate
