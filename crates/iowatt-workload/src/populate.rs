@@ -70,9 +70,8 @@ pub fn populate(w: &Workload, progress: &Progress) -> Result<Vec<FilesetState>, 
         }
     }
     progress.set_prepare_total(todo.iter().map(|t| t.1).sum());
-    let written: Vec<(PathBuf, u64)> = todo.iter().map(|t| (t.0.clone(), t.1)).collect();
     write_files(&todo, w.seed, progress)?;
-    drop(todo);
+    drop_caches(&w.filesets, &todo);
     let mut states = Vec::new();
     for ((spec, layout, prealloc, leafdirs, reused), data) in plans.iter().zip(sources) {
         let exists: Vec<bool> = if *reused {
@@ -82,7 +81,6 @@ pub fn populate(w: &Workload, progress: &Progress) -> Result<Vec<FilesetState>, 
         };
         states.push(FilesetState::new(spec, layout, &exists, leafdirs, data));
     }
-    drop_caches(&w.filesets, &written);
     Ok(states)
 }
 
@@ -170,14 +168,14 @@ fn write_file(
 }
 
 /// Writes the new files back and drops them from the page cache, so the run starts cold.
-fn drop_caches(filesets: &[FilesetSpec], written: &[(PathBuf, u64)]) {
+fn drop_caches(filesets: &[FilesetSpec], written: &[ToWrite<'_>]) {
     for spec in filesets {
         if let Ok(dir) = File::open(&spec.path) {
             // SAFETY: a valid fd; syncfs only flushes.
             unsafe { libc::syncfs(dir.as_raw_fd()) };
         }
     }
-    for (path, _) in written {
+    for (path, ..) in written {
         if let Ok(f) = File::open(path) {
             // SAFETY: a valid fd; advice only affects caching.
             unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };

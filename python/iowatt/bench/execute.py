@@ -185,7 +185,7 @@ def _run_workload(
 
     def stop() -> bool:
         """Runs the file's commands due while its processes run; true when one failed."""
-        if steps is None:
+        if steps is None or not steps.has("running"):
             return False
         p = engine.progress()
         if p["phase"] not in ("ramp", "running", "finishing", "done"):
@@ -196,8 +196,7 @@ def _run_workload(
     started = time.monotonic_ns()
     held = steps is not None and steps.has("laid_out")
     with contextlib.suppress(KeyboardInterrupt, StepFailed):  # the engine's result says so
-        if held:
-            assert steps is not None
+        if steps is not None and held:
             _laid_out_first(engine, steps)
         drive([engine], on_tick, stop=stop, started=held)
     result = engine.result()

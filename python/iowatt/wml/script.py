@@ -21,7 +21,6 @@ from iowatt.wml.parser import (
     DefineFiles,
     Echo,
     Eventgen,
-    Ignored,
     ProcessDef,
     Quoted,
     Run,
@@ -58,7 +57,6 @@ class Script:
     steps: list[Step]
     runtime_s: float | None  # the measured seconds; None: the file never runs its processes
     ramp_s: float  # seconds the processes ran before `stats clear`
-    run_line: int | None  # where the processes start (`run`, `psrun`, `create processes`)
 
 
 def split(statements: list[Statement], source: str) -> tuple[list[Statement], list[Statement]]:
@@ -116,15 +114,14 @@ def timeline(
     clock = 0.0  # seconds since the processes started
     cleared, snapped = 0.0, None
     runtime_s: float | None = None
-    run_line: int | None = None
     for st in commands:
         if isinstance(st, Create):
             if st.what == "files" and phase == "setup":
                 phase = "laid_out"
             elif st.what == "processes" and phase in ("setup", "laid_out"):
-                phase, run_line = "running", st.line
+                phase = "running"
         elif isinstance(st, Run):  # split() let one start through, this or create processes
-            runtime_s, run_line, phase = runtime(st), st.line, "after"
+            runtime_s, phase = runtime(st), "after"
         elif isinstance(st, Shutdown):
             if phase == "running":
                 snapped = clock if snapped is None else snapped
@@ -142,18 +139,15 @@ def timeline(
                 snapped = clock
             what = st.action + (f" {text(st.path, False)}" if st.path is not None else "")
             steps.append(Step(st.line, "stats", phase, what, at_s=_at(phase, clock)))
-        elif isinstance(st, System | Echo):
-            kind: Literal["system", "echo"] = "system" if isinstance(st, System) else "echo"
-            body = st.command if isinstance(st, System) else st.text
-            if isinstance(st, Echo) and st.command == "usage":
-                continue
-            steps.append(
-                Step(st.line, kind, phase, text(body, kind == "system"), at_s=_at(phase, clock))
-            )
-    if run_line is not None and runtime_s is None:
+        elif isinstance(st, System):
+            command = text(st.command, True)
+            steps.append(Step(st.line, "system", phase, command, at_s=_at(phase, clock)))
+        elif isinstance(st, Echo) and st.command == "echo":
+            steps.append(Step(st.line, "echo", phase, text(st.text, False), at_s=_at(phase, clock)))
+    if runtime_s is None and phase in ("running", "after"):
         # The processes ran from `create processes` until `stats snap`, `shutdown` or the end.
         runtime_s = (clock if snapped is None else snapped) - cleared
-    return Script(steps, runtime_s, cleared if runtime_s is not None else 0.0, run_line)
+    return Script(steps, runtime_s, cleared)
 
 
 def _at(phase: Phase, clock: float) -> float:
@@ -175,8 +169,4 @@ def _keyword(st: Statement) -> str:
         return "define process"
     if isinstance(st, CompositeDef):
         return "define flowop"
-    if isinstance(st, Eventgen):
-        return "eventgen"
-    if isinstance(st, Ignored):
-        return st.command
-    return ""
+    return "eventgen"

@@ -74,10 +74,8 @@ impl Interp<'_> {
     }
 
     pub(super) fn aio_wait(&mut self, i: usize) -> Step {
-        let want = self
-            .aio
-            .as_ref()
-            .map_or(0, |a| (a.in_flight / 2).max(1).min(a.in_flight));
+        // reap() takes no more than are in flight: none when nothing was written.
+        let want = self.aio.as_ref().map_or(0, |a| (a.in_flight / 2).max(1));
         let t0 = now_ns();
         let failed = self.reap(want);
         let t1 = now_ns();
@@ -101,9 +99,11 @@ impl Interp<'_> {
     pub(super) fn reap(&mut self, want: u32) -> Option<(usize, i32)> {
         let aio = self.aio.as_mut()?;
         let mut failed = None;
+        // Fixed before reaping: every completion taken lowers `in_flight`.
+        let target = want.min(aio.in_flight);
         let mut done = 0;
-        while done < want.min(aio.in_flight) {
-            if let Err(e) = aio.ring.submit_and_wait((want - done) as usize) {
+        while done < target {
+            if let Err(e) = aio.ring.submit_and_wait((target - done) as usize) {
                 if e.raw_os_error() != Some(libc::EINTR) {
                     break;
                 }
