@@ -37,8 +37,19 @@ impl Interp<'_> {
         }
     }
 
+    /// The fd of the flowop's file, opened if need be, at the position FileBench's calls would
+    /// have left it.
+    fn positioned(&mut self, i: usize) -> Result<(usize, i32), Step> {
+        let (slot, fd) = self.ensure_open(i)?;
+        if let Some(at) = self.slots[slot].seek.take() {
+            // SAFETY: a valid fd.
+            unsafe { libc::lseek(fd, at, libc::SEEK_SET) };
+        }
+        Ok((slot, fd))
+    }
+
     pub(super) fn read_write(&mut self, i: usize) -> Step {
-        let (slot, fd) = match self.ensure_open(i) {
+        let (slot, fd) = match self.positioned(i) {
             Ok(x) => x,
             Err(step) => return step,
         };
@@ -107,25 +118,26 @@ impl Interp<'_> {
         let ptr = self.buf.as_mut_ptr();
         let mut bytes = 0u64;
         let t0 = now_ns();
-        // SAFETY: a valid fd; buf holds `chunk` bytes.
-        unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+        // pread, stopping at a short read (the end of a regular file): one call for a file
+        // smaller than the chunk, where FileBench's lseek, read and read-to-EOF make three.
         loop {
-            // SAFETY: as above.
-            let n = unsafe { libc::read(fd, ptr.cast(), chunk) };
+            // SAFETY: a valid fd; buf holds `chunk` bytes.
+            let n = unsafe { libc::pread(fd, ptr.cast(), chunk, bytes as i64) };
             if n < 0 {
                 return Step::Failed(last_errno());
             }
-            if n == 0 {
+            bytes += n as u64;
+            if (n as usize) < chunk {
                 break;
             }
-            bytes += n as u64;
         }
+        self.slots[slot].seek = Some(bytes as i64);
         self.record(i, t0, now_ns(), bytes);
         Step::Ok
     }
 
     pub(super) fn write_whole(&mut self, i: usize) -> Step {
-        let (slot, fd) = match self.ensure_open(i) {
+        let (slot, fd) = match self.positioned(i) {
             Ok(x) => x,
             Err(step) => return step,
         };
@@ -184,11 +196,15 @@ impl Interp<'_> {
         self.fill_for(slot, n);
         let ptr = self.buf.as_mut_ptr();
         let t0 = now_ns();
-        // SAFETY: a valid fd; buf holds n bytes.
-        let res = unsafe {
-            libc::lseek(fd, 0, libc::SEEK_END);
-            libc::write(fd, ptr.cast(), n)
+        let iov = libc::iovec {
+            iov_base: ptr.cast(),
+            iov_len: n,
         };
+        // One call where FileBench makes two (lseek to the end, write); offset -1 leaves the
+        // position at the new end, as theirs does.
+        // SAFETY: a valid fd; buf holds n bytes.
+        let res = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_APPEND) };
+        self.slots[slot].seek = None;
         let t1 = now_ns();
         if res < 0 {
             return Step::Failed(last_errno());

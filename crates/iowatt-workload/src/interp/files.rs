@@ -78,7 +78,7 @@ impl Interp<'_> {
         }
         let t0 = now_ns();
         // SAFETY: a NUL-terminated path; the descriptor is owned by this slot until closed.
-        let fd = unsafe { libc::open(fs.files[entry as usize].as_ptr(), flags, 0o666) };
+        let fd = unsafe { libc::openat(fs.at(), fs.files[entry as usize].as_ptr(), flags, 0o666) };
         let t1 = now_ns();
         if fd < 0 {
             let errno = last_errno();
@@ -93,6 +93,7 @@ impl Interp<'_> {
         self.slots[slot] = Slot {
             fd: Some(fd),
             entry: Some((set, entry)),
+            seek: None,
         };
         if timed {
             self.record(i, t0, t1, 0);
@@ -175,7 +176,7 @@ impl Interp<'_> {
         }
         let t0 = now_ns();
         // SAFETY: a NUL-terminated path.
-        let res = unsafe { libc::unlink(fs.files[entry as usize].as_ptr()) };
+        let res = unsafe { libc::unlinkat(fs.at(), fs.files[entry as usize].as_ptr(), 0) };
         let t1 = now_ns();
         let errno = (res < 0).then(last_errno);
         fs.release_file(entry, Some(false), 0);
@@ -219,7 +220,7 @@ impl Interp<'_> {
         };
         let t0 = now_ns();
         // SAFETY: a NUL-terminated path and a plain buffer.
-        let res = unsafe { libc::stat(fs.files[entry as usize].as_ptr(), &mut st) };
+        let res = unsafe { libc::fstatat(fs.at(), fs.files[entry as usize].as_ptr(), &mut st, 0) };
         let t1 = now_ns();
         fs.release_file(entry, None, 0);
         if res < 0 {

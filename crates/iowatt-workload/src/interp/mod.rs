@@ -45,6 +45,9 @@ struct Slot {
     fd: Option<i32>,
     /// (fileset, entry) of the file the slot last held; kept after close, as FileBench does.
     entry: Option<(usize, u32)>,
+    /// Where FileBench's lseek-and-read would have left the file position after a whole-file
+    /// read, which reads with pread instead; set before the next I/O that uses the position.
+    seek: Option<i64>,
 }
 
 /// State a limit flowop keeps between calls.

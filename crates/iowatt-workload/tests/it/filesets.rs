@@ -182,6 +182,40 @@ fn semblock_waits_for_value_posts_from_other_threads() {
 }
 
 #[test]
+fn whole_file_reads_and_appends_leave_the_position_at_the_end_as_filebench_does() {
+    let _alone = exclusive();
+    let dir = TempDir::new("position");
+    let w = workload(
+        dir.path(),
+        json!([{"name": "f", "path": "/", "entries": 1, "size": {"fixed": 65536},
+                "prealloc": 100, "single": true}]),
+        json!([{"name": "t", "instances": 1, "flowops": [
+            {"name": "open", "kind": "openfile", "fileset": 0, "fd": 1},
+            {"name": "whole", "kind": "readwholefile", "fd": 1, "iosize": 16384},
+            {"name": "after-whole", "kind": "read", "fd": 1, "iosize": 4096},
+            {"name": "append", "kind": "appendfile", "fd": 1, "iosize": 100},
+            {"name": "after-append", "kind": "read", "fd": 1, "iosize": 4096},
+            {"name": "close", "kind": "closefile", "fd": 1}]}]),
+        json!({"runtime_ns": 200_000_000u64}),
+    );
+    let out = run(&w, &Progress::new()).unwrap();
+    assert_eq!(out.status, Status::Complete);
+    let appends = flowop(&out, "append").ops;
+    assert!(appends > 0);
+    // A sequential read after either finds the end of the file (and starts over).
+    for name in ["after-whole", "after-append"] {
+        assert!(flowop(&out, name).ops > 0, "{name} never ran");
+        assert_eq!(flowop(&out, name).bytes, 0, "{name} read data");
+    }
+    // Every append landed at the end; every whole-file read read all there was then.
+    let size = std::fs::metadata(dir.path().join("f")).unwrap().len();
+    assert_eq!(size, 65536 + 100 * appends);
+    let whole = flowop(&out, "whole");
+    let reads = whole.ops;
+    assert!(whole.bytes >= 65536 * reads && whole.bytes <= size * reads);
+}
+
+#[test]
 fn eventlimit_paces_a_thread_at_the_event_rate() {
     let _alone = exclusive();
     let dir = TempDir::new("events");
