@@ -295,6 +295,22 @@ def test_check_refuses_with_exit_2_and_json_for_scripts(
     assert_user_error(r, "--check reads FileBench workload files")
 
 
+def test_check_models_a_file_this_machine_could_not_run_and_says_why(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A host whose open-file limit is 1,000: oltp's 200 shadows keep up to 128 files each.
+    monkeypatch.setattr("iowatt.bench.limits.open_files_limit", lambda: (1000, 1000))
+    oltp = HERE / "wml" / "filebench" / "oltp.f"
+    r = iowatt(capsys, "bench", oltp, "--check", "--json")
+    assert r.code == 0, r.err
+    found = json.loads(r.out)
+    assert found["status"] == "models"
+    assert "keeps up to 26,881 files open" in found["this_machine"]
+    assert "hard limit is 1,000" in found["this_machine"]
+    r = iowatt(capsys, "bench", oltp, "--target", tmp_path, "--results", tmp_path / "results")
+    assert_user_error(r, "oltp.f:", "keeps up to 26,881 files open")
+
+
 @pytest.mark.parametrize("path", sorted(HERE.rglob("*.f")), ids=lambda p: str(p.relative_to(HERE)))
 def test_check_models_or_refuses_every_workload_file_in_the_tests(
     capsys: pytest.CaptureFixture[str], path: Path

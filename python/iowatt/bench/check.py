@@ -10,18 +10,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from iowatt.bench import limits
 from iowatt.bench.config import WorkloadConfig
 from iowatt.bench.filemacro import model_for_check
+from iowatt.errors import ConfigError
 from iowatt.wml.dists import mean_of
 
 
 def check(wl: WorkloadConfig) -> dict[str, Any]:
-    """A JSON-able account of one planned workload file (raises what a run would refuse)."""
+    """A JSON-able account of one planned workload file (raises what a run would refuse for the
+    file's sake; what this machine cannot hold is said in ``this_machine``, as the file may be
+    meant for a bigger one)."""
     from iowatt._engine import WorkloadRun
 
     program, model = model_for_check(wl)
     WorkloadRun.model(model).check()
     needed = program.fileset_bytes()
+    try:
+        limits.check_workload(wl)
+        machine = None
+    except ConfigError as e:
+        machine = f"{e.message} (hint: {e.hint})"
     return {
         "file": program.source,
         "status": "models",
@@ -60,5 +69,6 @@ def check(wl: WorkloadConfig) -> dict[str, Any]:
             for st in program.steps
         ],
         "messages": program.messages,
+        "this_machine": machine,
         "notices": program.warnings,
     }

@@ -17,7 +17,7 @@ def check_workloads(workload: str | None, suite: str | None, opts: Options, as_j
     from iowatt.bench.check import check
 
     try:
-        config = plan(workload, opts, suite=suite, results=results_dir(None))
+        config = plan(workload, opts, suite=suite, results=results_dir(None), machine_limits=False)
         files = [wl for wl in config.workloads if wl.wml]
         if not files:
             raise ConfigError(
@@ -65,6 +65,8 @@ def _text(c: dict[str, Any]) -> str:
     for st in c["commands"]:
         when = f"{st['phase']} +{st['at_s']:g} s" if st["phase"] == "running" else st["phase"]
         lines.append(f"  line {st['line']:<4} {when:<12} {st['kind']:<6} {st['text']}")
+    if c["this_machine"]:
+        lines.append(f"this machine would refuse to run it: {c['this_machine']}")
     if c["notices"]:
         lines.append("notices")
     lines.extend(f"  {n}" for n in c["notices"])
