@@ -295,6 +295,24 @@ def test_check_refuses_with_exit_2_and_json_for_scripts(
     assert_user_error(r, "--check reads FileBench workload files")
 
 
+def test_a_template_placeholder_is_refused_with_the_set_that_fills_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    template = tmp_path / "micro.f"
+    template.write_text(
+        "set $dir=MOUNTDIR\nset $filesize=FILESZ\n"
+        "define fileset name=a,path=$dir,entries=4,dirwidth=4,size=$filesize,prealloc\n"
+        "define process name=p\n{\n  thread name=t\n  {\n"
+        "    flowop read name=r,filesetname=a,iosize=4k\n  }\n}\nrun 1\n"
+    )
+    r = iowatt(capsys, "bench", template, "--check")
+    assert_user_error(r, "micro.f:3: `size` needs a size such as 16k, not `FILESZ`")
+    assert "hint: give $filesize a value: --set filesize=16k" in r.err
+    r = iowatt(capsys, "bench", template, "--check", "--set", "filesize=16k")
+    assert r.code == 0, r.err
+    assert "a (line 3): 4 files of 16 KiB on average" in r.out
+
+
 def test_check_models_a_file_this_machine_could_not_run_and_says_why(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -346,8 +346,16 @@ class _Evaluator:
     def as_number(self, a: Attr) -> float:
         v = self.value_of(a)
         if isinstance(v, bool) or not isinstance(v, int | float):
-            raise self.err(a.line, f"`{a.spelled}` needs a number, not {_show(v)}")
+            raise self.err(a.line, f"`{a.spelled}` needs a number, not {_show(v)}",
+                           self.set_hint(a, "8"))  # fmt: skip
         return float(v)
+
+    def set_hint(self, a: Attr, example: str) -> str | None:
+        """For a value from a variable (often a template's placeholder, `set $x=FILESZ`): how to
+        give it one on the command line."""
+        if isinstance(a.value, VarRef):
+            return f"give ${a.value.name} a value: --set {a.value.name}={example}"
+        return None
 
     def as_bool(self, a: Attr | None) -> bool:
         if a is None:
@@ -374,7 +382,8 @@ class _Evaluator:
         if isinstance(v, Dist):
             return v.spec, v
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise self.err(a.line, f"`{a.spelled}` needs a size such as 16k, not {_show(v)}")
+            raise self.err(a.line, f"`{a.spelled}` needs a size such as 16k, not {_show(v)}",
+                           self.set_hint(a, "16k"))  # fmt: skip
         if v > MAX_SIZE:
             raise self.err(
                 a.line,
