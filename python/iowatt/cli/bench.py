@@ -17,7 +17,8 @@ from iowatt.cli.hosts import show_hosts
 from iowatt.cli.progress import RichReporter
 from iowatt.cli.run_options import power_and_output
 from iowatt.errors import ConfigError
-from iowatt.store.runs import read_summary, results_dir
+from iowatt.measured import measured
+from iowatt.store.runs import read_manifest, read_summary, results_dir
 from iowatt.units import U64_MAX, check_int, parse_labels
 
 HELP = f"""Run FileBench FileIO workloads and store the run.
@@ -136,8 +137,28 @@ def bench(
         if fleet:
             show_hosts(run_dir)
         click.echo(f"run {run_dir.name} written to {run_dir}")
-        if (run_dir / "report.html").exists():
-            click.echo(f"report: {run_dir / 'report.html'}")
+        _what_next(config, run_dir, bool(fleet))
+
+
+def _what_next(config: BenchConfig, run_dir: Path, fleet: bool) -> None:
+    """What was measured — the target, and whether through the page cache — the report, and
+    the step a user takes next."""
+    what = measured(read_manifest(run_dir))
+    report = run_dir / "report.html"
+    shown = f"; report: {report}" if report.exists() else ""
+    if what is not None:
+        click.echo(f"measured {what.line()}{shown}")
+    elif shown:
+        click.echo(shown.removeprefix("; "))
+    if fleet:
+        hint = "repeat the run (--repeat 5), then `iowatt compare --by host` compares the hosts"
+    elif config.target is None or (what is not None and what.in_memory):
+        hint = "measure a disk with --target DIR (a directory on it) or --target /dev/DEVICE"
+    elif what is not None and what.cached:
+        hint = "--directio measures the device without the page cache; `iowatt runs` lists runs"
+    else:
+        hint = "`iowatt runs` lists runs; label runs (--label env=NAME) and `iowatt compare` them"
+    click.echo(f"next: {hint}")
 
 
 def _filebench_lines(config: BenchConfig, run_dir: Path) -> None:
