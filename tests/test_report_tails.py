@@ -270,8 +270,12 @@ def test_consecutive_runs_show_the_series_and_findings(
     section = re.search(r'<section class="series" data-workload="randread8k">(.*?)</section>',
                         html, re.S)  # fmt: skip
     assert section is not None
-    assert html.index("<h2>Slow operations and throughput</h2>") < html.index(
-        "<h2>Consecutive runs</h2>"
+    # Part of the answer a report over environments leads with: after the verdict, before
+    # the details.
+    assert (
+        html.index("<h2>Verdict: each env against env=quiet-room</h2>")
+        < html.index("<h2>Consecutive runs</h2>")
+        < html.index("<h2>Slow operations and throughput</h2>")
     )
     svg = section[1]
     assert "<svg" in svg and "quiet-room" in svg and "dc-rack" in svg

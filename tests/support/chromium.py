@@ -100,3 +100,39 @@ def boxes(
     if found is None:
         raise RuntimeError("the measuring script did not run")
     return {k: tuple(v) for k, v in json.loads(html.unescape(found.group(1))).items()}
+
+
+_WIDTH_SCRIPT = """<script>
+document.body.dataset.scrollWidth = document.documentElement.scrollWidth;
+</script>"""
+
+
+def page_width(html_path: Path, width: int, height: int = 800) -> int:
+    """How wide the page lays out in a ``width``-pixel window: more than ``width`` means
+    something overflows sideways and the reader must scroll the whole page."""
+    page = html_path.read_text(encoding="utf-8").replace("</body>", _WIDTH_SCRIPT + "</body>")
+    with tempfile.TemporaryDirectory(prefix="iowatt-width-") as tmp:
+        copy = Path(tmp) / html_path.name
+        copy.write_text(page, encoding="utf-8")
+        dom = dump_dom(copy, width, height)
+    found = re.search(r'<body[^>]*\bdata-scroll-width="(\d+)"', dom)
+    if found is None:
+        raise RuntimeError("the measuring script did not run")
+    return int(found.group(1))
+
+
+def console_errors(html_path: Path) -> list[str]:
+    """What the page logged to the console as errors (uncaught exceptions included)."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    with tempfile.TemporaryDirectory(prefix="iowatt-chromium-") as profile:
+        done = subprocess.run(
+            [str(CHROMIUM), *_FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr",
+             "--v=0", "--dump-dom", html_path.resolve().as_uri()],
+            capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+        )  # fmt: skip
+    return [
+        line
+        for line in done.stderr.splitlines()
+        if "CONSOLE" in line and ("ERROR" in line or "Uncaught" in line)
+    ]

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from iowatt.histogram import cdf, percentile
 from iowatt.report import plots
@@ -38,6 +39,8 @@ class RunView:
     """A run's header: identity, status and where it ran."""
 
     run_id: str
+    # `quiet #2`: the run's name in tables ("" for the only run of a report)
+    short: str
     kind: str
     status: str
     reason: str | None
@@ -65,6 +68,7 @@ class WorkloadRow:
     """One (run, workload): its throughput and, when it has a histogram, its percentiles."""
 
     run_id: str
+    short: str
     workload: str
     style: Style
     ops: str
@@ -116,7 +120,25 @@ def _host_facts(host: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def run_view(run: Run) -> RunView:
+def short_labels(runs: Sequence[Run]) -> dict[str, str]:
+    """A short name per run for tables and charts, the id kept for hover: ``quiet #2`` (the
+    second run of env=quiet, in start order), ``run 3``, or nothing for a single run."""
+    if len(runs) == 1:
+        return {runs[0].run_id: ""}
+    order = sorted(runs, key=lambda r: (r.manifest.get("started_ns") or 0, r.run_id))
+    seen: dict[str, int] = {}
+    out = {}
+    for i, run in enumerate(order, 1):
+        env = (run.manifest.get("labels") or {}).get("env")
+        if env is None:
+            out[run.run_id] = f"run {i}"
+        else:
+            seen[env] = seen.get(env, 0) + 1
+            out[run.run_id] = f"{env} #{seen[env]}"
+    return out
+
+
+def run_view(run: Run, short: str = "") -> RunView:
     """The header of one run; a sweep shows its stimulus and disks, a replay its server and
     trace, instead of one target."""
     m = run.manifest
@@ -133,6 +155,7 @@ def run_view(run: Run) -> RunView:
         duration = format_duration((ended - started) / 1e9)
     return RunView(
         run_id=run.run_id,
+        short=short,
         kind=_fact(m.get("kind")),
         status=_fact(m.get("status")),
         reason=m.get("reason"),
@@ -149,7 +172,7 @@ def _number(summary: dict[str, Any], key: str, fmt: Callable[[Any], str]) -> str
 
 
 def workload_row(
-    run: Run, workload: str, style: Style, thresholds: Sequence[int] = ()
+    run: Run, workload: str, style: Style, thresholds: Sequence[int] = (), short: str = ""
 ) -> WorkloadRow:
     """Throughput from summary.json; exact percentiles and shares above each of
     ``thresholds`` (ns) from latency.parquet."""
@@ -162,6 +185,7 @@ def workload_row(
             cells.append(Cell(format_ns(ns), ns))
     return WorkloadRow(
         run_id=run.run_id,
+        short=short,
         workload=workload,
         style=style,
         ops=_number(summary, "ops", lambda v: f"{v:,}"),
@@ -188,15 +212,23 @@ def styles(runs: Sequence[Run]) -> dict[tuple[str, str], Style]:
     }
 
 
-def build_plots(runs: Sequence[Run], style: dict[tuple[str, str], Style]) -> list[Plot]:
-    """The three figures, in page order."""
+def build_plots(
+    runs: Sequence[Run], style: dict[tuple[str, str], Style], short: dict[str, str]
+) -> list[Plot]:
+    """The three figures, in page order; runs named by their ``short`` labels. Past
+    :data:`BAND_AFTER` runs, the latency and over-time figures draw each workload (in each
+    environment) as a band: the runs' median and their min–max."""
     bars, cdfs, timelines = [], [], []
+    banded = len(runs) > BAND_AFTER
     for run in runs:
         for w in run.workloads:
             s = style[run.run_id, w]
             summary = run.summary.get("workloads", {}).get(w)
             if summary and summary.get("ops"):
-                bars.append(Bar(run.run_id, w, s.color, summary["ops_s"], summary["mib_s"]))
+                name = short.get(run.run_id) or run.run_id
+                bars.append(Bar(name, w, s.color, summary["ops_s"], summary["mib_s"]))
+            if banded:
+                continue
             if w in run.latency:
                 cdfs.append(Line(s, *cdf(run.latency[w].values_ns, run.latency[w].counts)))
             if w in run.intervals:
@@ -213,14 +245,84 @@ def build_plots(runs: Sequence[Run], style: dict[tuple[str, str], Style]) -> lis
         Plot(
             "latency-cdf",
             "Fraction of operations completed within a latency (log scale), all flowops merged.",
-            plots.latency_cdf(cdfs),
+            plots.latency_cdf(cdfs, bands=_cdf_bands(runs) if banded else ()),
         ),
         Plot(
             "throughput-over-time",
             "Operations per second in each 1 s interval, drawn at the interval's middle.",
-            plots.throughput_over_time(timelines),
+            plots.throughput_over_time(timelines, bands=_timeline_bands(runs) if banded else ()),
         ),
     ]
+
+
+# More runs than this and the latency and over-time figures draw bands instead of lines.
+BAND_AFTER = 4
+_GRID = 200
+
+
+def _groups(runs: Sequence[Run]) -> dict[tuple[str, str], list[Run]]:
+    """The runs of each (workload, env label), in order of appearance."""
+    out: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        env = str((run.manifest.get("labels") or {}).get("env", ""))
+        for w in run.workloads:
+            out.setdefault((w, env), []).append(run)
+    return out
+
+
+def _band(
+    key: tuple[str, str],
+    k: int,
+    n: int,
+    x: npt.NDArray[np.float64],
+    ys: list[npt.NDArray[np.float64]],
+) -> plots.Band:
+    w, env = key
+    stack = np.vstack(ys)
+    some = ~np.isnan(stack).all(axis=0)  # a point no run reaches is left out
+    x, stack = x[some], stack[:, some]
+    return plots.Band(
+        f"{w}{' · ' + env if env else ''} ({n} runs: median, min–max)",
+        f"C{k % 10}",
+        x,
+        np.nanmin(stack, axis=0),
+        np.nanmedian(stack, axis=0),
+        np.nanmax(stack, axis=0),
+    )
+
+
+def _cdf_bands(runs: Sequence[Run]) -> list[plots.Band]:
+    """Each group's CDFs on one log-spaced latency grid."""
+    bands = []
+    for k, (key, group) in enumerate(_groups(runs).items()):
+        hists = [h for r in group if (h := r.latency.get(key[0])) is not None and h.total]
+        if not hists:
+            continue
+        curves = [cdf(h.values_ns, h.counts) for h in hists]
+        lo = max(min(float(x.min()) for x, _ in curves), 1.0)
+        hi = max(max(float(x.max()) for x, _ in curves), lo * 1.01)
+        grid = np.geomspace(lo, hi, _GRID)
+        ys = [np.interp(np.log(grid), np.log(np.maximum(x, 1.0)), y, left=0.0, right=1.0)
+              for x, y in curves]  # fmt: skip
+        bands.append(_band(key, k, len(hists), grid, ys))
+    return bands
+
+
+def _timeline_bands(runs: Sequence[Run]) -> list[plots.Band]:
+    """Each group's ops/s per interval on one time grid; past a run's end it has no value."""
+    bands = []
+    for k, (key, group) in enumerate(_groups(runs).items()):
+        series = [s for r in group if (s := r.intervals.get(key[0])) is not None and s["t_s"].size]
+        if not series:
+            continue
+        middles = [s["t_s"] + s["duration_s"] / 2 for s in series]
+        grid = np.linspace(
+            min(float(m.min()) for m in middles), max(float(m.max()) for m in middles), _GRID
+        )
+        ys = [np.interp(grid, m, s["ops_s"], left=np.nan, right=np.nan)
+              for m, s in zip(middles, series, strict=True)]  # fmt: skip
+        bands.append(_band(key, k, len(series), grid, ys))
+    return bands
 
 
 @dataclass(frozen=True)

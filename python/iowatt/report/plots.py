@@ -62,6 +62,19 @@ class Line:
 
 
 @dataclass(frozen=True)
+class Band:
+    """Several runs of one workload (in one environment) as their median and min–max: past a
+    few runs, one line each is a tangle no one can read."""
+
+    label: str
+    color: str
+    x: npt.NDArray[np.float64]
+    low: npt.NDArray[np.float64]
+    mid: npt.NDArray[np.float64]
+    high: npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
 class Plot:
     """One figure: the ``data-plot`` name, a caption, and the SVG (``None``: no data)."""
 
@@ -126,7 +139,11 @@ def throughput_bars(bars: Sequence[Bar]) -> str | None:
             x = groups.index(bar.group) - 0.4 + (slots.index(bar.workload) + 0.5) * width
             ax.bar(x, getattr(bar, metric), width, color=bar.color)
         ax.set_title(title, fontsize="medium")
-        ax.set_xticks(range(len(groups)), [_wrap_run_id(g) for g in groups], fontsize="small")
+        # Past a handful of runs their names are turned, or they run into each other.
+        turned = {"rotation": 90} if len(groups) > 5 else {}
+        ax.set_xticks(
+            range(len(groups)), [_wrap_run_id(g) for g in groups], fontsize="small", **turned
+        )
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
         ax.grid(axis="y", alpha=0.3)
     _legend(fig, slots, [Patch(color=c, label=w) for w, c in colors.items()])
@@ -142,11 +159,11 @@ def _latency_axis(ax: Axes, decades: float) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def latency_cdf(lines: Sequence[Line], name: str = "cdf") -> str | None:
-    """The latency CDF of every series on a log latency axis (``name``: its ids' prefix,
-    unique on the page)."""
+def latency_cdf(lines: Sequence[Line], name: str = "cdf", bands: Sequence[Band] = ()) -> str | None:
+    """The latency CDF of every series (or band) on a log latency axis (``name``: its ids'
+    prefix, unique on the page)."""
     lines = [line for line in lines if line.x.size]
-    if not lines:
+    if not lines and not bands:
         return None
     fig = Figure(figsize=_FIGSIZE, layout="constrained")
     ax = fig.subplots()
@@ -154,33 +171,45 @@ def latency_cdf(lines: Sequence[Line], name: str = "cdf") -> str | None:
         # Buckets are 0.1% wide, so joining their tops looks like the step function it is,
         # and lets matplotlib simplify the path (steps would triple the SVG's size).
         _draw(ax, line)
-    lo = max(float(min(line.x.min() for line in lines)), 1.0)
-    hi = max(float(max(line.x.max() for line in lines)), lo)
+    _draw_bands(ax, bands)
+    xs = [line.x for line in lines] + [b.x for b in bands]
+    lo = max(float(min(x.min() for x in xs)), 1.0)
+    hi = max(float(max(x.max() for x in xs)), lo)
     _latency_axis(ax, math.log10(hi / lo))
+    ax.set_xlim(lo, hi)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("latency")
     ax.set_ylabel("fraction of operations")
     ax.grid(alpha=0.3, which="major")
-    _legend(fig, [line.style.label for line in lines])
+    _legend(fig, [line.style.label for line in lines] + [b.label for b in bands])
     return _to_svg(fig, name)
 
 
-def throughput_over_time(lines: Sequence[Line], name: str = "timeline") -> str | None:
-    """ops/s of every series per interval of the measured phase."""
+def throughput_over_time(
+    lines: Sequence[Line], name: str = "timeline", bands: Sequence[Band] = ()
+) -> str | None:
+    """ops/s of every series (or band) per interval of the measured phase."""
     lines = [line for line in lines if line.x.size]
-    if not lines:
+    if not lines and not bands:
         return None
     fig = Figure(figsize=_FIGSIZE, layout="constrained")
     ax = fig.subplots()
     for line in lines:
         _draw(ax, line, marker="." if line.x.size < 30 else None)
+    _draw_bands(ax, bands)
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
     ax.set_xlabel("time since the measured phase began (s)")
     ax.set_ylabel("ops/s")
     ax.grid(alpha=0.3)
-    _legend(fig, [line.style.label for line in lines])
+    _legend(fig, [line.style.label for line in lines] + [b.label for b in bands])
     return _to_svg(fig, name)
+
+
+def _draw_bands(ax: Axes, bands: Sequence[Band]) -> None:
+    for b in bands:
+        ax.fill_between(b.x, b.low, b.high, color=b.color, alpha=0.25, linewidth=0)
+        ax.plot(b.x, b.mid, color=b.color, lw=1.6, label=b.label)
 
 
 def _draw(ax: Axes, line: Line, marker: str | None = None) -> None:

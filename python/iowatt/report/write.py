@@ -10,12 +10,14 @@ import jinja2
 
 from iowatt import __version__
 from iowatt.errors import ConfigError
+from iowatt.measured import measured
 from iowatt.report.context import (
     PERCENTILES,
     build_plots,
     energy_rows,
     power_plots,
     run_view,
+    short_labels,
     styles,
     workload_row,
 )
@@ -28,6 +30,7 @@ from iowatt.report.sim_raid import raid_view
 from iowatt.report.sim_server import sim_view
 from iowatt.report.sweep import sweep_views
 from iowatt.report.tails import report_thresholds, slow_section, threshold_label
+from iowatt.report.verdict import verdict
 from iowatt.store.runs import DamagedRun, read_manifest
 
 
@@ -91,19 +94,24 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     runs = [load_run(Path(d)) for d in run_dirs]
     style = styles(runs)
     thresholds = report_thresholds(runs)
+    short = short_labels(runs)
+    views = [run_view(run, short[run.run_id]) for run in runs]
     html = _ENV.get_template("template.html").render(
-        runs=[run_view(run) for run in runs],
+        runs=views,
+        verdict=verdict(runs, thresholds),
+        fact_names=list(dict.fromkeys(name for r in views for name, _ in r.facts)),
+        measured=list(dict.fromkeys(m.line() for r in runs if (m := measured(r.manifest)))),
         hosts=host_views(runs),
         sweeps=sweep_views(runs),
         replay=replay_view(runs),
         # Sweep runs have no workloads; a report of sweeps only leaves the bench sections out.
         show_bench=any(run.sweep is None for run in runs),
         rows=[
-            workload_row(run, w, style[run.run_id, w], thresholds)
+            workload_row(run, w, style[run.run_id, w], thresholds, short[run.run_id])
             for run in runs
             for w in run.workloads
         ],
-        plots={plot.name: plot for plot in build_plots(runs, style)},
+        plots={plot.name: plot for plot in build_plots(runs, style, short)},
         percentiles=[f"p{p:g}" if p < 100 else "max" for p in PERCENTILES],
         thresholds=[(threshold_label(t), t) for t in thresholds],
         flowops=flowop_tables(runs, style),

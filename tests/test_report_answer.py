@@ -1,0 +1,115 @@
+"""Reports lead with their answer: a bench's headline and what was measured, a campaign's
+comparison (the same as `iowatt compare`'s) with its forest plot; details folded below. Pages
+are checked as Chromium lays them out: above the fold, no sideways overflow, no console errors,
+no chart label over another."""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import re
+import urllib.parse
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iowatt.report import write_report
+from support import chromium
+from support.cli import iowatt
+from support.compare import FakeRun, write_runs
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Eight interleaved quiet/rack runs of two workloads, rack 40 % slower on one; the
+    results directory and the report of every run."""
+    results = tmp_path_factory.mktemp("campaign")
+    rng = np.random.default_rng(3)
+    runs = [
+        FakeRun({"randomread8k": level * rng.normal(1, 0.03), "seqread": 300 * rng.normal(1, 0.03)},
+                {"env": env})
+        for _ in range(8)
+        for env, level in (("quiet", 1000.0), ("rack", 600.0))
+    ]  # fmt: skip
+    dirs = write_runs(results, runs)
+    return results, write_report(dirs, tmp_path_factory.mktemp("out") / "campaign.html")
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real one-workload bench run's report."""
+    results = tmp_path_factory.mktemp("bench")
+    from iowatt.cli import main
+
+    main(["bench", "randomread", "--target", "/var/tmp", "--runtime", "500ms", "--filesize", "8m",
+          "--results", str(results), "--quiet"])  # fmt: skip
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    return run / "report.html"
+
+
+def headings(html: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<h2>(.*?)</h2>", html, re.S)]
+
+
+def test_a_bench_report_opens_on_its_headline_and_what_was_measured(bench: Path) -> None:
+    html = bench.read_text(encoding="utf-8")
+    assert headings(html)[0] == "Results"
+    answer = re.search(r'<section class="answer" data-answer="bench">(.*?)</section>', html, re.S)
+    assert answer is not None
+    assert re.search(r"measured /var/tmp on .*: buffered I/O, through the page cache", answer[1])
+    cells = re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", answer[1])
+    assert cells == ["workload", "ops/s", "MiB/s", "p50", "p99", "p99.9", "&gt; 100 ms"]
+    # Details follow, folded: the runs' facts are in a closed <details>.
+    assert re.search(r'<details class="runs">\s*<summary><h2>Runs</h2>', html)
+
+
+def test_a_campaign_report_leads_with_the_comparison_iowatt_compare_prints(
+    campaign: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    results, report = campaign
+    html = report.read_text(encoding="utf-8")
+    assert headings(html)[:2] == ["Verdict: each env against env=quiet", "Consecutive runs"]
+    link = re.search(r'download="comparison.csv" href="data:text/csv;charset=utf-8,([^"]*)"', html)
+    assert link is not None
+    r = iowatt(capsys, "compare", "--results", results, "--format", "csv")
+    assert r.code == 0, r.err
+    assert urllib.parse.unquote(link[1]) == r.out
+    rows = {row["workload"]: row for row in csv.DictReader(io.StringIO(r.out))
+            if row["env"] == "rack"}  # fmt: skip
+    # The table shows the difference the CSV has, and marks the significant one.
+    assert rows["randomread8k"]["significant"] == "True"
+    assert rows["seqread"]["significant"] == "False"
+    cells = dict(re.findall(r"<tr><td>(\w+)</td>.*?<td>([^<]*)</td></tr>", html))
+    assert cells["randomread8k"] == f"{float(rows['randomread8k']['diff_pct']):.1f}%*"
+    assert cells["seqread"] == f"{float(rows['seqread']['diff_pct']):.1f}%"
+    assert '<figure class="plot" data-plot="forest">' in html
+
+
+@pytest.mark.slow
+def test_reports_read_well_in_chromium(
+    bench: Path, campaign: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, report = campaign
+    # The answer is on the first screen at 1280 × 800.
+    top = chromium.boxes(bench, "section.answer", "data-answer", width=1280, height=800)
+    assert top["bench"][3] <= 800, top
+    top = chromium.boxes(report, "table.verdict, figure[data-plot=forest]", "class",
+                         width=1280, height=800)  # fmt: skip
+    assert max(box[3] for box in top.values()) <= 800, top
+    for page in (bench, report):
+        assert chromium.page_width(page, 800) <= 800, f"{page.name} overflows at 800 px"
+        assert chromium.console_errors(page) == []
+    # No chart label is drawn over another (their boxes as laid out).
+    texts = chromium.boxes(report, "svg g[id*='-text_']", "id", width=1280, height=6000)
+    by_chart = defaultdict(list)
+    for key, box in texts.items():
+        by_chart[key.split("-text_")[0]].append((key, box))
+    for chart, labels in by_chart.items():
+        for (a, ra), (b, rb) in itertools.combinations(labels, 2):
+            apart = (
+                ra[2] <= rb[0] + 1 or rb[2] <= ra[0] + 1 or ra[3] <= rb[1] + 1 or rb[3] <= ra[1] + 1
+            )
+            assert apart, f"{chart}: {a} {ra} overlaps {b} {rb}"
