@@ -213,22 +213,30 @@ def styles(runs: Sequence[Run]) -> dict[tuple[str, str], Style]:
 
 
 def build_plots(
-    runs: Sequence[Run], style: dict[tuple[str, str], Style], short: dict[str, str]
+    runs: Sequence[Run],
+    style: dict[tuple[str, str], Style],
+    short: dict[str, str],
+    shown: Sequence[Run],
 ) -> list[Plot]:
-    """The three figures, in page order; runs named by their ``short`` labels. Past
-    :data:`BAND_AFTER` runs, the latency and over-time figures draw each workload (in each
-    environment) as a band: the runs' median and their min–max."""
+    """The three figures, in page order: bars of the ``shown`` runs (the runs, or each
+    environment's pooled), named by their ``short`` labels. Past :data:`BAND_AFTER` runs, the
+    latency and over-time figures draw each workload (in each environment) as a band: the runs'
+    median and their min–max."""
     bars, cdfs, timelines = [], [], []
-    banded = len(runs) > BAND_AFTER
-    for run in runs:
+    for run in shown:
         for w in run.workloads:
-            s = style[run.run_id, w]
             summary = run.summary.get("workloads", {}).get(w)
             if summary and summary.get("ops"):
                 name = short.get(run.run_id) or run.run_id
-                bars.append(Bar(name, w, s.color, summary["ops_s"], summary["mib_s"]))
-            if banded:
-                continue
+                color = style[run.run_id, w].color
+                bars.append(Bar(name, w, color, summary["ops_s"], summary["mib_s"]))
+    banded = len(runs) > BAND_AFTER
+    banded_note = (
+        "; each workload (in each environment): the runs' median, shaded to their min and max."
+    )
+    for run in [] if banded else runs:
+        for w in run.workloads:
+            s = style[run.run_id, w]
             if w in run.latency:
                 cdfs.append(Line(s, *cdf(run.latency[w].values_ns, run.latency[w].counts)))
             if w in run.intervals:
@@ -244,12 +252,14 @@ def build_plots(
         ),
         Plot(
             "latency-cdf",
-            "Fraction of operations completed within a latency (log scale), all flowops merged.",
+            "Fraction of operations completed within a latency (log scale), all flowops merged"
+            + (banded_note if banded else "."),
             plots.latency_cdf(cdfs, bands=_cdf_bands(runs) if banded else ()),
         ),
         Plot(
             "throughput-over-time",
-            "Operations per second in each 1 s interval, drawn at the interval's middle.",
+            "Operations per second in each 1 s interval, drawn at the interval's middle"
+            + (banded_note if banded else "."),
             plots.throughput_over_time(timelines, bands=_timeline_bands(runs) if banded else ()),
         ),
     ]
@@ -257,7 +267,7 @@ def build_plots(
 
 # More runs than this and the latency and over-time figures draw bands instead of lines.
 BAND_AFTER = 4
-_GRID = 200
+_GRID = 120
 
 
 def _groups(runs: Sequence[Run]) -> dict[tuple[str, str], list[Run]]:
@@ -282,7 +292,7 @@ def _band(
     some = ~np.isnan(stack).all(axis=0)  # a point no run reaches is left out
     x, stack = x[some], stack[:, some]
     return plots.Band(
-        f"{w}{' · ' + env if env else ''} ({n} runs: median, min–max)",
+        f"{w}{' · ' + env if env else ''} ({n} runs)",
         f"C{k % 10}",
         x,
         np.nanmin(stack, axis=0),

@@ -8,7 +8,9 @@ no per-interval slow counts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,8 +120,15 @@ def _by_workload(table: pa.Table | None) -> Iterator[tuple[str, pa.Table]]:
     """The rows of each workload, in order of first appearance; nothing for a missing table."""
     if table is None:
         return
-    for name in pc.unique(table["workload"]).to_pylist():
-        yield name, table.filter(pc.equal(table["workload"], name))
+    # One stable sort by workload, then slices: a filter per workload reads the whole table
+    # each time, which dominated reports of hundreds of runs.
+    names = pc.unique(table["workload"])
+    codes = pc.index_in(table["workload"], names).to_numpy()
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    grouped = table.take(order)
+    for i, name in enumerate(names.to_pylist()):
+        yield name, grouped.slice(bounds[i], bounds[i + 1] - bounds[i])
 
 
 def _intervals(table: pa.Table | None) -> dict[str, dict[str, npt.NDArray[np.float64]]]:
@@ -140,18 +149,22 @@ def _slow_counts(rows: pa.Table) -> SlowCounts | None:
     """
     if "slow_ns" not in rows.column_names or "slow_ops" not in rows.column_names:
         return None
-    thresholds = rows["slow_ns"].to_pylist()
-    counts = rows["slow_ops"].to_pylist()
-    first = thresholds[0] if thresholds else None
-    if not first or any(t != first for t in thresholds):
+    ns = rows["slow_ns"].combine_chunks()
+    ops = rows["slow_ops"].combine_chunks()
+    if not len(ns) or ns.null_count or ops.null_count:
         return None
-    if any(c is None or len(c) != len(first) for c in counts):
+    k = pc.list_value_length(ns).to_numpy()
+    if not k[0] or (k != k[0]).any() or (pc.list_value_length(ops).to_numpy() != k[0]).any():
+        return None
+    thresholds = ns.flatten().to_numpy(zero_copy_only=False).reshape(len(ns), k[0])
+    counts = ops.flatten().to_numpy(zero_copy_only=False).reshape(len(ops), k[0])
+    if (thresholds != thresholds[0]).any() or np.isnan(counts.astype(np.float64)).any():
         return None
     return SlowCounts(
-        thresholds_ns=tuple(int(t) for t in first),
+        thresholds_ns=tuple(int(t) for t in thresholds[0]),
         ops=rows["ops"].to_numpy().astype(np.int64),
         ops_s=rows["ops_s"].to_numpy().astype(np.float64),
-        slow_ops=np.array(counts, dtype=np.int64).reshape(len(counts), len(first)),
+        slow_ops=counts.astype(np.int64),
     )
 
 
@@ -233,9 +246,10 @@ def _sweep(path: Path) -> SweepData:
     )
 
 
-def load_run(path: Path) -> Run:
-    """Read one run directory; raises :class:`RunNotFoundError` when it has no manifest, and
-    a StoreError naming the file when one is damaged."""
+def load_run(path: Path, slow: bool = True) -> Run:
+    """Read one run directory (without its per-interval slow counts unless ``slow``); raises
+    :class:`RunNotFoundError` when it has no manifest, and a StoreError naming the file when
+    one is damaged."""
     manifest_path = path / "manifest.json"
     if not manifest_path.is_file():
         raise RunNotFoundError(
@@ -243,14 +257,22 @@ def load_run(path: Path) -> Run:
             hint="pass a directory under the results directory, e.g. `iowatt-results/<run id>`",
         )
     try:
-        return _load(path)
+        return _load(path, slow)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise DamagedRun(
             path, "manifest.json, summary.json or Parquet files", f"odd ({e!r})"
         ) from None
 
 
-def _load(path: Path) -> Run:
+def load_runs(paths: Sequence[Path], slow: bool = True) -> list[Run]:
+    """:func:`load_run` of each, a few at a time: Parquet decoding releases the GIL."""
+    if len(paths) < 8:
+        return [load_run(p, slow) for p in paths]
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda p: load_run(p, slow), paths))
+
+
+def _load(path: Path, slow: bool) -> Run:
     manifest = read_manifest(path)
     summary = read_summary(path) if (path / "summary.json").is_file() else {}
     power = _power(_read_parquet(path / "power.parquet"))
@@ -266,5 +288,5 @@ def _load(path: Path) -> Run:
         intervals=_intervals(intervals),
         latency=_latency(_read_parquet(path / "latency.parquet")),
         power=power,
-        slow=_slow(intervals),
+        slow=_slow(intervals) if slow else {},
     )

@@ -106,9 +106,22 @@ def _to_svg(fig: Figure, name: str) -> str:
     return re.sub(r"url\(#([^)]+)\)", rf"url(#{name}-\1)", svg)
 
 
-def _legend(fig: Figure, labels: Sequence[str], handles: Sequence[Artist] | None = None) -> None:
+def _legend_columns(labels: Sequence[str]) -> int:
     # Labels naming a run ("workload · run id") only fit two to a row.
-    columns = 3 if max(len(label) for label in labels) <= 24 else 2
+    return 3 if max(len(label) for label in labels) <= 24 else 2
+
+
+def _figure(labels: Sequence[str]) -> Figure:
+    """A figure tall enough for its legend below it: past two rows of entries, each row would
+    otherwise be taken from the axes until none is left."""
+    rows = math.ceil(len(labels) / _legend_columns(labels)) if labels else 0
+    return Figure(
+        figsize=(_FIGSIZE[0], _FIGSIZE[1] + 0.22 * max(rows - 2, 0)), layout="constrained"
+    )
+
+
+def _legend(fig: Figure, labels: Sequence[str], handles: Sequence[Artist] | None = None) -> None:
+    columns = _legend_columns(labels)
     fig.legend(
         handles=handles,
         loc="outside lower center",
@@ -165,7 +178,8 @@ def latency_cdf(lines: Sequence[Line], name: str = "cdf", bands: Sequence[Band] 
     lines = [line for line in lines if line.x.size]
     if not lines and not bands:
         return None
-    fig = Figure(figsize=_FIGSIZE, layout="constrained")
+    labels = [line.style.label for line in lines] + [b.label for b in bands]
+    fig = _figure(labels)
     ax = fig.subplots()
     for line in lines:
         # Buckets are 0.1% wide, so joining their tops looks like the step function it is,
@@ -181,7 +195,7 @@ def latency_cdf(lines: Sequence[Line], name: str = "cdf", bands: Sequence[Band] 
     ax.set_xlabel("latency")
     ax.set_ylabel("fraction of operations")
     ax.grid(alpha=0.3, which="major")
-    _legend(fig, [line.style.label for line in lines] + [b.label for b in bands])
+    _legend(fig, labels)
     return _to_svg(fig, name)
 
 
@@ -192,7 +206,8 @@ def throughput_over_time(
     lines = [line for line in lines if line.x.size]
     if not lines and not bands:
         return None
-    fig = Figure(figsize=_FIGSIZE, layout="constrained")
+    labels = [line.style.label for line in lines] + [b.label for b in bands]
+    fig = _figure(labels)
     ax = fig.subplots()
     for line in lines:
         _draw(ax, line, marker="." if line.x.size < 30 else None)
@@ -202,7 +217,7 @@ def throughput_over_time(
     ax.set_xlabel("time since the measured phase began (s)")
     ax.set_ylabel("ops/s")
     ax.grid(alpha=0.3)
-    _legend(fig, [line.style.label for line in lines] + [b.label for b in bands])
+    _legend(fig, labels)
     return _to_svg(fig, name)
 
 

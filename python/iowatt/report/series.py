@@ -10,8 +10,9 @@ workload run more than once is plotted run by run, coloured by environment, with
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
@@ -19,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from iowatt.compare.latent import analyse_series
+from iowatt.compare.latent import Finding, analyse_series
 from iowatt.report.load import Run
 from iowatt.report.plots import _FIGSIZE, Plot, _legend, _to_svg
 from iowatt.units import format_rate
@@ -48,6 +49,10 @@ def _svg_name(workload: str) -> str:
     return f"series-{slug}-{hashlib.sha1(workload.encode()).hexdigest()[:6]}"
 
 
+# A dotted line marks each change of environment, up to this many.
+MAX_CHANGE_LINES = 60
+
+
 def series_plot(workload: str, points: Sequence[SeriesPoint], ylabel: str = "ops/s") -> str | None:
     """The runs of ``workload`` in time order: run number against value, coloured by env.
 
@@ -66,9 +71,11 @@ def series_plot(workload: str, points: Sequence[SeriesPoint], ylabel: str = "ops
     for i, env in enumerate(envs):
         xs = [n for n, p in zip(x, points, strict=True) if p.env == env]
         ys = [p.value for p in points if p.env == env]
-        ax.scatter(xs, ys, s=36, color=f"C{i % 10}", zorder=2, label=env)
-    for n in range(1, len(points)):
-        if points[n].env != points[n - 1].env:
+        ax.scatter(xs, ys, s=36 if len(points) <= 100 else 10, color=f"C{i % 10}", zorder=2,
+                   label=env)  # fmt: skip
+    changes = [n for n in range(1, len(points)) if points[n].env != points[n - 1].env]
+    if len(changes) <= MAX_CHANGE_LINES:  # past that, an interleaved series would be all lines
+        for n in changes:
             ax.axvline(n + 0.5, color="0.35", ls=":", lw=1.2, zorder=0)
     ax.set_title(workload, fontsize="medium", loc="left")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -138,23 +145,37 @@ def series_points(runs: Sequence[Run], workload: str) -> list[SeriesPoint]:
     return sorted(out, key=lambda p: p.started_ns)  # stable: ties keep the report's order
 
 
-def _series_view(index: int, workload: str, points: list[SeriesPoint], alpha: float) -> SeriesView:
+def _series_view(
+    index: int,
+    workload: str,
+    points: list[SeriesPoint],
+    alpha: float,
+    known: Sequence[Finding] | None,
+) -> SeriesView:
     envs: dict[str, int] = {}
     for p in points:
         envs[p.env] = envs.get(p.env, 0) + 1
-    findings = analyse_series(
-        [p.value for p in points], [p.env for p in points], alpha=alpha, min_runs=MIN_RUNS
-    )
+    findings = known
+    if findings is None:
+        findings = analyse_series(
+            [p.value for p in points], [p.env for p in points], alpha=alpha, min_runs=MIN_RUNS
+        )
     note = None
     if not findings:
         if all(n < MIN_RUNS for n in envs.values()):
             note = "too few runs per environment to test"
         else:
             note = f"no trend, oscillation or carry-over detected ({len(points)} runs)"
+    changes = sum(a.env != b.env for a, b in itertools.pairwise(points))
+    dotted = (
+        "dotted lines: the environment changed"
+        if changes <= MAX_CHANGE_LINES
+        else f"the environment changed {changes} times (not drawn)"
+    )
     plot = Plot(
         f"series-{index}",
         f"ops/s of {workload} in each run, in the order the runs started; colour: the run's "
-        '"env" label; dotted lines: the environment changed.',
+        f'"env" label; {dotted}.',
         series_plot(workload, points),
     )
     return SeriesView(
@@ -167,10 +188,17 @@ def _series_view(index: int, workload: str, points: list[SeriesPoint], alpha: fl
     )
 
 
-def consecutive_runs(runs: Sequence[Run]) -> list[SeriesView]:
-    """A series per workload measured by at least two runs of the report."""
+def consecutive_runs(
+    runs: Sequence[Run], known: Mapping[str, Sequence[Finding]] | None = None
+) -> list[SeriesView]:
+    """A series per workload measured by at least two runs of the report, with the ``known``
+    findings of a workload the report's comparison analysed already (the same analysis)."""
+    known = known or {}
     names = list(dict.fromkeys(w for run in runs for w in run.workloads))
     series = [(name, points) for name in names if len(points := series_points(runs, name)) >= 2]
     # One family for the report, as for a comparison: each series gets its share of alpha.
     alpha = ALPHA / max(len(series), 1)
-    return [_series_view(i, name, points, alpha) for i, (name, points) in enumerate(series)]
+    return [
+        _series_view(i, name, points, alpha, known.get(name))
+        for i, (name, points) in enumerate(series)
+    ]

@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from iowatt.compare.data import METRICS, Rows
+from iowatt.compare.latent import KINDS, Finding
 from iowatt.compare.render import legend, render, table_rows
 from iowatt.compare.table import Comparison, Settings, compare
 from iowatt.report.load import Run
@@ -33,6 +34,8 @@ class Verdict:
     warnings: list[str]
     csv: str
     forest: Plot
+    # Each workload's latent effects, as the comparison found them, for the series charts.
+    findings: dict[str, list[Finding]]
 
 
 def verdict(runs: Sequence[Run], thresholds_ns: Sequence[int]) -> Verdict | None:
@@ -52,7 +55,15 @@ def verdict(runs: Sequence[Run], thresholds_ns: Sequence[int]) -> Verdict | None
         warnings=cmp.warnings(),
         csv=render(cmp, rows, "csv", "long"),
         forest=Plot("forest", _caption(cmp), forest_plot(cmp)),
+        findings={w: _findings(cmp, w) for w in cmp.workloads},
     )
+
+
+def _findings(cmp: Comparison, workload: str) -> list[Finding]:
+    """The workload's findings, which the comparison files under each environment's cell, in
+    the order ``analyse_series`` gives them."""
+    found = [f for g in cmp.groups if (c := cmp.cell(workload, g)) for f in c.findings]
+    return sorted(found, key=lambda f: (f.runs[0], KINDS.index(f.kind)))
 
 
 def _rows(runs: Sequence[Run], thresholds_ns: Sequence[int]) -> Rows | None:

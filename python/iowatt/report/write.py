@@ -23,7 +23,8 @@ from iowatt.report.context import (
 )
 from iowatt.report.flowops import flowop_tables
 from iowatt.report.hosts import host_views
-from iowatt.report.load import load_run
+from iowatt.report.load import load_runs
+from iowatt.report.pool import SUMMARY_AFTER, pooled_runs
 from iowatt.report.replay import replay_view
 from iowatt.report.series import code_spans, consecutive_runs
 from iowatt.report.sim_raid import raid_view
@@ -91,14 +92,21 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         )
         out.write_text(html, encoding="utf-8")
         return out
-    runs = [load_run(Path(d)) for d in run_dirs]
-    style = styles(runs)
+    # Past SUMMARY_AFTER runs, tables and bars show each environment's runs pooled, and no
+    # run's slow seconds are drawn (so not read).
+    summary = len(run_dirs) > SUMMARY_AFTER
+    runs = load_runs([Path(d) for d in run_dirs], slow=not summary)
     thresholds = report_thresholds(runs)
     short = short_labels(runs)
     views = [run_view(run, short[run.run_id]) for run in runs]
+    shown = pooled_runs(runs) if summary else runs
+    style = styles(shown)
+    if summary:
+        short = {p.run_id: p.run_id for p in shown}
+    answer = verdict(runs, thresholds)
     html = _ENV.get_template("template.html").render(
         runs=views,
-        verdict=verdict(runs, thresholds),
+        verdict=answer,
         fact_names=list(dict.fromkeys(name for r in views for name, _ in r.facts)),
         measured=list(dict.fromkeys(m.line() for r in runs if (m := measured(r.manifest)))),
         hosts=host_views(runs),
@@ -106,17 +114,19 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         replay=replay_view(runs),
         # Sweep runs have no workloads; a report of sweeps only leaves the bench sections out.
         show_bench=any(run.sweep is None for run in runs),
+        summary=summary and len(runs),
+        summary_after=SUMMARY_AFTER,
         rows=[
             workload_row(run, w, style[run.run_id, w], thresholds, short[run.run_id])
-            for run in runs
+            for run in shown
             for w in run.workloads
         ],
-        plots={plot.name: plot for plot in build_plots(runs, style, short)},
+        plots={plot.name: plot for plot in build_plots(runs, style, short, shown)},
         percentiles=[f"p{p:g}" if p < 100 else "max" for p in PERCENTILES],
         thresholds=[(threshold_label(t), t) for t in thresholds],
-        flowops=flowop_tables(runs, style),
-        slow=slow_section(runs, style),
-        series=consecutive_runs(runs),
+        flowops=[] if summary else flowop_tables(runs, style),
+        slow=slow_section([] if summary else runs, style),
+        series=consecutive_runs(runs, answer.findings if answer else None),
         energy=energy_rows(runs),
         power_plots=power_plots(runs),
         raid_sims=raid_sims,
