@@ -129,11 +129,11 @@ def forest_plot(cmp: Comparison) -> str | None:
     ax = fig.subplots()
     ax.axvspan(-noise, noise, color="0.9", zorder=0)
     ax.axvline(0, color="0.4", linewidth=0.8)
-    groups = [g for g in cmp.groups if g != cmp.control]
     for y, c in enumerate(cells):
         d = c.diff
         assert d is not None
-        color = f"C{groups.index(c.group) % 10}"
+        # The colour the series charts give the environment (in order of first run).
+        color = f"C{cmp.groups.index(c.group) % 10}"
         filled = c.significant(cmp.settings)
         if np.isfinite(d.ci_low) and np.isfinite(d.ci_high):
             ax.plot([d.ci_low, d.ci_high], [y, y], color=color, linewidth=2)
