@@ -138,3 +138,21 @@ def test_past_twenty_runs_a_report_shows_each_environment_pooled(tmp_path: Path)
     # The throughput is the median run's; per-run slow seconds are left out.
     assert re.search(r"<td>1,005</td>", html) and re.search(r"<td>605</td>", html)
     assert "Slow operations and throughput" not in html
+
+
+def test_runs_that_cannot_be_compared_are_reported_side_by_side(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    results = tmp_path / "r"
+    r = iowatt(capsys, "sim", "server", "--workloads", "W4", "--policies", "FSTM", "--json",
+               "--no-report", "--results", results)  # fmt: skip
+    assert r.code == 0, r.err
+    (sim,) = [p for p in results.iterdir() if p.is_dir()]
+    (bench,) = write_runs(tmp_path / "b", [FakeRun({"randomread8k": 1000.0}, {})])
+    r = iowatt(capsys, "report", bench, sim, "-o", tmp_path / "both.html")
+    assert r.code == 0, r.err
+    html = (tmp_path / "both.html").read_text(encoding="utf-8")
+    said = " ".join(html.split())
+    assert "kinds that cannot be compared together (bench measured; sim-server simulated)" in said
+    # The measured run's answer first, the simulation's own sections at the end.
+    assert html.index('data-answer="bench"') < html.index(f"Server cooling policies: {sim.name}")

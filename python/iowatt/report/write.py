@@ -9,7 +9,6 @@ from typing import Any
 import jinja2
 
 from iowatt import __version__
-from iowatt.errors import ConfigError
 from iowatt.measured import measured
 from iowatt.report.context import (
     PERCENTILES,
@@ -49,10 +48,11 @@ def templates(directory: Path) -> jinja2.Environment:
 _ENV = templates(Path(__file__).parent)
 _ENV.filters["code_spans"] = code_spans
 
-# Simulations are reported on their own page: kind → (template, view of one run, what it is).
-_SIMULATIONS: dict[str, tuple[str, Callable[[Path], Any], str]] = {
-    "sim-server": ("sim_server.html", sim_view, "a server simulation"),
-    "sim-raid": ("sim_raid.html", raid_view, "a RAID simulation"),
+# Simulations are reported on their own page, or beside measured runs, which they cannot be
+# compared with: kind → (page, its sections, view of one run).
+_SIMULATIONS: dict[str, tuple[str, str, Callable[[Path], Any]]] = {
+    "sim-server": ("sim_server.html", "sim_server_body.html", sim_view),
+    "sim-raid": ("sim_raid.html", "sim_raid_body.html", raid_view),
 }
 
 
@@ -78,20 +78,19 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         raid_sims = [raid_view(Path(d)) for d in run_dirs if _kind(Path(d)) == "sim-raid"]
         run_dirs = [d for d in run_dirs if _kind(Path(d)) == "replay"]
         kinds = {"replay"}
-    for kind, (template, view, what) in _SIMULATIONS.items():
+    aside = []
+    for kind, (page, body, view) in _SIMULATIONS.items():
         if kind not in kinds:
             continue
-        if kinds != {kind}:
-            raise ConfigError(
-                f"{what} is reported on its own, not beside measured runs",
-                "run `iowatt report` on the simulation's run alone"
-                + (", or beside replays of its trace" if kind == "sim-raid" else ""),
+        if kinds == {kind}:
+            html = _ENV.get_template(page).render(
+                sims=[view(Path(d)) for d in run_dirs], version=__version__
             )
-        html = _ENV.get_template(template).render(
-            sims=[view(Path(d)) for d in run_dirs], version=__version__
-        )
-        out.write_text(html, encoding="utf-8")
-        return out
+            out.write_text(html, encoding="utf-8")
+            return out
+        aside.append((body, [view(Path(d)) for d in run_dirs if _kind(Path(d)) == kind]))
+        run_dirs = [d for d in run_dirs if _kind(Path(d)) != kind]
+    apart = sorted(k for k in kinds if k in _SIMULATIONS) if aside else []
     # Past SUMMARY_AFTER runs, tables and bars show each environment's runs pooled, and no
     # run's slow seconds are drawn (so not read).
     summary = len(run_dirs) > SUMMARY_AFTER
@@ -130,6 +129,10 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         energy=energy_rows(runs),
         power_plots=power_plots(runs),
         raid_sims=raid_sims,
+        # Simulations among measured runs: said at the top, reported side by side at the end.
+        apart=apart,
+        measured_kinds=sorted({str(k) for k in kinds} - set(apart)),
+        aside=aside,
         version=__version__,
     )
     out.write_text(html, encoding="utf-8")
