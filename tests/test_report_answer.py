@@ -156,3 +156,17 @@ def test_runs_that_cannot_be_compared_are_reported_side_by_side(
     assert "kinds that cannot be compared together (bench measured; sim-server simulated)" in said
     # The measured run's answer first, the simulation's own sections at the end.
     assert html.index('data-answer="bench"') < html.index(f"Server cooling policies: {sim.name}")
+
+
+@pytest.mark.slow
+def test_every_table_downloads_as_csv(bench: Path) -> None:
+    html = bench.read_text(encoding="utf-8")
+    saved = chromium.csv_links(bench)
+    assert len(saved) == html.count("<table")
+    headline = list(csv.reader(io.StringIO(saved[0])))
+    assert headline[0] == ["workload", "ops/s", "MiB/s", "p50", "p99", "p99.9", "> 100 ms"]
+    answer = re.search(r'<table class="headline">(.*?)</table>', html, re.S)
+    assert answer is not None
+    cells = [re.sub(r"<[^>]+>", "", c).strip()
+             for c in re.findall(r"<td[^>]*>(.*?)</td>", answer[1], re.S)]  # fmt: skip
+    assert headline[1] == cells

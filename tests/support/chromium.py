@@ -136,3 +136,26 @@ def console_errors(html_path: Path) -> list[str]:
         for line in done.stderr.splitlines()
         if "CONSOLE" in line and ("ERROR" in line or "Uncaught" in line)
     ]
+
+
+_CSV_SCRIPT = """<script>
+// Click every CSV link with its navigation cancelled, and keep what it would have saved.
+document.body.dataset.csv = JSON.stringify(Array.from(document.querySelectorAll("a.csv"), (a) => {
+  a.addEventListener("click", (e) => e.preventDefault());
+  a.click();
+  return decodeURIComponent(a.href.replace(/^data:text\\/csv;charset=utf-8,/, ""));
+}));
+</script>"""
+
+
+def csv_links(html_path: Path) -> list[str]:
+    """What each of the page's CSV links saves, in page order."""
+    page = html_path.read_text(encoding="utf-8").replace("</body>", _CSV_SCRIPT + "</body>")
+    with tempfile.TemporaryDirectory(prefix="iowatt-csv-") as tmp:
+        copy = Path(tmp) / html_path.name
+        copy.write_text(page, encoding="utf-8")
+        dom = dump_dom(copy)
+    found = re.search(r'<body[^>]*\bdata-csv="([^"]*)"', dom)
+    if found is None:
+        raise RuntimeError("the clicking script did not run")
+    return list(json.loads(html.unescape(found.group(1))))
