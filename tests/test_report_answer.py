@@ -170,3 +170,47 @@ def test_every_table_downloads_as_csv(bench: Path) -> None:
     cells = [re.sub(r"<[^>]+>", "", c).strip()
              for c in re.findall(r"<td[^>]*>(.*?)</td>", answer[1], re.S)]  # fmt: skip
     assert headline[1] == cells
+
+
+def _power_record(capsys: pytest.CaptureFixture[str], results: Path) -> Path:
+    r = iowatt(capsys, "power", "record", "--results", results, "--hz", "20", "--source",
+               "cmd:command=echo 30", "--", "sleep", "0.5")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    return run / "report.html"
+
+
+def _bench_with_power(capsys: pytest.CaptureFixture[str], results: Path) -> Path:
+    r = iowatt(capsys, "bench", "randomread", "--runtime", "500ms", "--filesize", "4m",
+               "--target", "/var/tmp", "--results", results, "--quiet",
+               "--power", "cmd:command=echo 35", "--power-hz", "20")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    return run / "report.html"
+
+
+def test_each_kind_of_report_opens_on_its_answer(
+    bench: Path,
+    campaign: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    snapshot,  # type: ignore[no-untyped-def]
+) -> None:
+    from support.report import SweepDisk, make_sweep_run
+
+    sweep = make_sweep_run(tmp_path / "s", "20261121-160000-sweep-5a5a5a",
+                           {"sata": SweepDisk(37.0, knee=50, floor=0.12, model="HTE545050B9A300")},
+                           [0.0, 50.0, 100.0], seed=7)  # fmt: skip
+    pages = {
+        "bench": bench,
+        "bench with power": _bench_with_power(capsys, tmp_path / "bp"),
+        "power record": _power_record(capsys, tmp_path / "p"),
+        "campaign": campaign[1],
+        "sweep": write_report([sweep], tmp_path / "sweep.html"),
+    }
+    order = {}
+    for kind, page in pages.items():
+        html = page.read_text(encoding="utf-8")
+        answer = re.search(r'<section class="answer" data-answer="(\w+)"', html)
+        order[kind] = {"answer": answer[1] if answer else None, "sections": headings(html)}
+    assert order == snapshot

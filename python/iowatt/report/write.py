@@ -112,7 +112,7 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         sweeps=sweep_views(runs),
         replay=replay_view(runs),
         # Sweep runs have no workloads; a report of sweeps only leaves the bench sections out.
-        show_bench=any(run.sweep is None for run in runs),
+        show_bench=any(run.sweep is None and run.kind != "power" for run in runs),
         summary=summary and len(runs),
         summary_after=SUMMARY_AFTER,
         rows=[
