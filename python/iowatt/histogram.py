@@ -17,6 +17,52 @@ import numpy.typing as npt
 
 # The study's slow thresholds: 100 ms, and 200 ms (every disk I/O past it stalled the network).
 DEFAULT_SLOW_NS: tuple[int, ...] = (100_000_000, 200_000_000)
+# The latency heatmap's bands, one scale for the report, the live view and Grafana: 1-2-5 per
+# decade from 1 µs to 100 s. Band 0 holds operations of at most 1 µs, band i those above
+# HEAT_EDGES_NS[i - 1] up to HEAT_EDGES_NS[i], the last those above 100 s (the engine's
+# ``LatencyHistogram::counts_by_edges``, the rule of the slow thresholds).
+HEAT_EDGES_NS: tuple[int, ...] = (
+    *(m * 10**e for e in range(3, 11) for m in (1, 2, 5)),
+    10**11,
+)
+# Its colour scale: an empty cell is white; otherwise log10(operations) over log10 of the
+# busiest cell (``heat_level``) picks a colour along these, evenly spaced (viridis, light for
+# few, dark for many).
+HEAT_PALETTE: tuple[str, ...] = (
+    "#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989",
+    "#482878", "#440154",
+)  # fmt: skip
+
+
+def heat_level(ops: float, busiest: float) -> float | None:
+    """Where ``ops`` sits on the heatmap's colour scale, 0 to 1 (log), against the busiest
+    cell; None for an empty cell (white)."""
+    if ops <= 0:
+        return None
+    return math.log10(ops) / math.log10(busiest) if busiest > 1 else 1.0
+
+
+def heat_bands(values_ns: npt.ArrayLike, counts: npt.ArrayLike) -> list[int]:
+    """Operations per heatmap band of a bucketed histogram (or of single latencies, with
+    counts of 1), by the engine's rule."""
+    values = np.asarray(values_ns, dtype=np.int64)
+    edges = np.asarray(HEAT_EDGES_NS, dtype=np.int64)
+    band = np.searchsorted(edges, values, side="left")
+    weights = np.asarray(counts, dtype=np.int64)
+    return np.bincount(band, weights=weights, minlength=len(edges) + 1).astype(np.int64).tolist()
+
+
+def heat_band_label(i: int) -> str:
+    """``≤ 1 µs``, ``2–5 ms``, ``> 100 s``: the latencies band ``i`` holds."""
+    from iowatt.units import format_ns
+
+    if i == 0:
+        return f"≤ {format_ns(HEAT_EDGES_NS[0])}"
+    if i == len(HEAT_EDGES_NS):
+        return f"> {format_ns(HEAT_EDGES_NS[-1])}"
+    return f"{format_ns(HEAT_EDGES_NS[i - 1])}–{format_ns(HEAT_EDGES_NS[i])}"
+
+
 # The percentiles every summary carries.
 STANDARD_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 

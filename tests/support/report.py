@@ -8,6 +8,7 @@ into it. Every file a real ``bench`` run writes is produced, with the same colum
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 
 from iowatt.compare.tails import DEFAULT_THRESHOLDS_NS
 from iowatt.curve import curve_documents, curve_meta, curve_table
+from iowatt.histogram import HEAT_EDGES_NS
 from iowatt.store.schemas import (
     EVENT_SCHEMA,
     LATENCY_SCHEMA,
@@ -148,6 +150,12 @@ def _workload(
                 # The engine's rule: operations whose bucket value is above each threshold.
                 "slow_ns": None if slow_ns is None else list(slow_ns),
                 "slow_ops": None if slow_ns is None else [int((s > t).sum()) for t in slow_ns],
+                # The heatmap's bands, counted one by one: up to the first edge, between two,
+                # above the last.
+                "heat_ops": [
+                    int(((s > lo) & (s <= hi)).sum())
+                    for lo, hi in itertools.pairwise((-1, *HEAT_EDGES_NS, 2**62))
+                ],
             }
         )
     ns = np.concatenate(samples) if samples else np.zeros(0, dtype=np.int64)

@@ -141,6 +141,20 @@ impl LatencyHistogram {
             .sum()
     }
 
+    /// Operations per latency band bounded by `edges` (increasing): band 0 holds values up to
+    /// `edges[0]`, band i those above `edges[i-1]` up to `edges[i]`, the last those above every
+    /// edge — by the rule of [`Self::count_above`]. Empty without edges.
+    pub fn counts_by_edges(&self, edges: &[u64]) -> Vec<u64> {
+        if edges.is_empty() {
+            return Vec::new();
+        }
+        let mut out = vec![0; edges.len() + 1];
+        for b in self.buckets() {
+            out[edges.partition_point(|&e| e < b.value_ns)] += b.count;
+        }
+        out
+    }
+
     /// The non-empty buckets in increasing order of value.
     pub fn buckets(&self) -> Vec<Bucket> {
         self.hist
@@ -226,6 +240,22 @@ mod tests {
         let mut h = LatencyHistogram::new();
         samples(3, 10_000).iter().for_each(|&v| h.record(v));
         assert_eq!(h.buckets().iter().map(|b| b.count).sum::<u64>(), 10_000);
+    }
+
+    #[test]
+    fn counts_by_edges_agree_with_count_above() {
+        let mut h = LatencyHistogram::new();
+        for v in [500, 1_000, 1_500, 3_000, 250_000_000, 250_000_000] {
+            h.record(v);
+        }
+        let edges = [1_000, 2_000, 5_000, 100_000_000];
+        let bands = h.counts_by_edges(&edges);
+        assert_eq!(bands, vec![2, 1, 1, 0, 2]);
+        // What lies above each edge is what count_above says.
+        for (i, &e) in edges.iter().enumerate() {
+            assert_eq!(bands[i + 1..].iter().sum::<u64>(), h.count_above(e));
+        }
+        assert!(h.counts_by_edges(&[]).is_empty());
     }
 
     #[test]

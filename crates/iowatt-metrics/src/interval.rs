@@ -18,6 +18,8 @@ pub struct IntervalRow {
     pub max_ns: u64,
     /// Operations above each of the run's slow thresholds, in the same order.
     pub slow_ops: Vec<u64>,
+    /// Operations per band of the run's heatmap edges (`LatencyHistogram::counts_by_edges`).
+    pub heat_ops: Vec<u64>,
 }
 
 /// What one or more workers did in one interval, merged before it becomes a row.
@@ -44,7 +46,13 @@ impl IntervalAccum {
         self.hist.reset();
     }
 
-    pub fn to_row(&self, t_ns: u64, duration_ns: u64, slow_ns: &[u64]) -> IntervalRow {
+    pub fn to_row(
+        &self,
+        t_ns: u64,
+        duration_ns: u64,
+        slow_ns: &[u64],
+        heat_ns: &[u64],
+    ) -> IntervalRow {
         IntervalRow {
             t_ns,
             duration_ns,
@@ -56,6 +64,7 @@ impl IntervalAccum {
             p999_ns: self.hist.percentile(99.9),
             max_ns: self.hist.max(),
             slow_ops: slow_ns.iter().map(|&t| self.hist.count_above(t)).collect(),
+            heat_ops: self.hist.counts_by_edges(heat_ns),
         }
     }
 }
@@ -71,9 +80,16 @@ mod tests {
             accum.ops += 1;
             accum.hist.record(ns);
         }
-        let row = accum.to_row(0, 1_000_000_000, &[100_000_000, 200_000_000]);
+        let row = accum.to_row(
+            0,
+            1_000_000_000,
+            &[100_000_000, 200_000_000],
+            &[100_000_000],
+        );
         assert_eq!(row.slow_ops, vec![3, 2]);
-        let empty = IntervalAccum::default().to_row(0, 1_000_000_000, &[100_000_000]);
+        assert_eq!(row.heat_ops, vec![1, 3]);
+        let empty = IntervalAccum::default().to_row(0, 1_000_000_000, &[100_000_000], &[]);
         assert_eq!(empty.slow_ops, vec![0]);
+        assert!(empty.heat_ops.is_empty());
     }
 }

@@ -159,6 +159,10 @@ fn output_dict<'py>(
         "slow_ops",
         rows.iter().map(|r| r.slow_ops.clone()).collect::<Vec<_>>(),
     )?;
+    iv.set_item(
+        "heat_ops",
+        rows.iter().map(|r| r.heat_ops.clone()).collect::<Vec<_>>(),
+    )?;
     d.set_item("intervals", iv)?;
     Ok(d)
 }

@@ -11,6 +11,7 @@ use crate::recorder::IntervalMsg;
 pub struct Collector {
     interval_ns: u64,
     slow_ns: Vec<u64>,
+    heat_ns: Vec<u64>,
     /// Highest interval index each worker has handed over, i.e. moved past; `None` until its
     /// first message.
     reported: Vec<Option<u64>>,
@@ -20,10 +21,11 @@ pub struct Collector {
 }
 
 impl Collector {
-    pub fn new(workers: usize, interval_ns: u64, slow_ns: Vec<u64>) -> Self {
+    pub fn new(workers: usize, interval_ns: u64, slow_ns: Vec<u64>, heat_ns: Vec<u64>) -> Self {
         Self {
             interval_ns,
             slow_ns,
+            heat_ns,
             reported: vec![None; workers],
             finished: vec![false; workers],
             pending: BTreeMap::new(),
@@ -71,11 +73,19 @@ impl Collector {
         let next = self.rows.len() as u64;
         for empty in next..index {
             let t = empty * self.interval_ns;
-            self.rows
-                .push(IntervalAccum::default().to_row(t, self.interval_ns, &self.slow_ns));
+            self.rows.push(IntervalAccum::default().to_row(
+                t,
+                self.interval_ns,
+                &self.slow_ns,
+                &self.heat_ns,
+            ));
         }
-        self.rows
-            .push(accum.to_row(index * self.interval_ns, duration_ns, &self.slow_ns));
+        self.rows.push(accum.to_row(
+            index * self.interval_ns,
+            duration_ns,
+            &self.slow_ns,
+            &self.heat_ns,
+        ));
     }
 
     /// Final rows for a measured phase of `measured_ns`; the last interval may be short.
@@ -103,6 +113,7 @@ impl Collector {
                 index * self.interval_ns,
                 duration,
                 &self.slow_ns,
+                &self.heat_ns,
             ));
         }
         self.rows.truncate(wanted as usize);
@@ -137,7 +148,7 @@ mod tests {
 
     #[test]
     fn an_interval_waits_for_every_worker_then_merges() {
-        let mut c = Collector::new(2, 10, vec![]);
+        let mut c = Collector::new(2, 10, vec![], vec![]);
         c.add(msg(0, 0, 5, false));
         c.add(msg(0, 1, 5, false));
         assert!(c.rows.is_empty(), "worker 1 has not reported interval 0");
@@ -148,7 +159,7 @@ mod tests {
 
     #[test]
     fn quiet_intervals_become_empty_rows_and_late_ops_are_dropped() {
-        let mut c = Collector::new(1, 10, vec![]);
+        let mut c = Collector::new(1, 10, vec![], vec![]);
         c.add(msg(0, 0, 2, false));
         c.add(msg(0, 3, 4, false));
         c.add(msg(0, 5, 9, true));

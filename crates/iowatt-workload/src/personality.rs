@@ -46,6 +46,8 @@ pub struct FileIo {
     pub workingset: u64,
     #[serde(default = "default_slow_ns")]
     pub slow_ns: Vec<u64>,
+    #[serde(default)]
+    pub heat_ns: Vec<u64>,
 }
 
 impl FileIo {
@@ -98,6 +100,7 @@ impl FileIo {
             seed: self.seed,
             interval_ns: 1_000_000_000,
             slow_ns: self.slow_ns.clone(),
+            heat_ns: self.heat_ns.clone(),
             filesets: Vec::new(),
             eventgen_rate: None,
             quit: Default::default(),

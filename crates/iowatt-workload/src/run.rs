@@ -272,6 +272,7 @@ fn execute<'w, T: Send>(
         frame.workers,
         workload.interval_ns,
         workload.slow_ns.clone(),
+        workload.heat_ns.clone(),
     );
     let mut stopped_at = None;
     let results: Vec<WorkerResult> = std::thread::scope(|scope| {

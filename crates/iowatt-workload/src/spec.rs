@@ -366,6 +366,10 @@ pub struct Workload {
     /// 200 ms by default): a second's slow share, against its throughput.
     #[serde(default = "default_slow_ns")]
     pub slow_ns: Vec<u64>,
+    /// Edges of the latency bands each interval counts its operations in, for the heatmap
+    /// (iowatt.histogram.HEAT_EDGES_NS); none by default.
+    #[serde(default)]
+    pub heat_ns: Vec<u64>,
     /// Events per second of FileBench's event generator, which eventlimit/opslimit/iopslimit/
     /// bwlimit flowops consume; `None` disables it and makes those flowops no-ops.
     #[serde(default)]

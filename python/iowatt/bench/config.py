@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from iowatt._engine import Progress, WorkloadResult
 from iowatt.errors import ConfigError
-from iowatt.histogram import DEFAULT_SLOW_NS
+from iowatt.histogram import DEFAULT_SLOW_NS, HEAT_EDGES_NS
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.units import (
     U32_MAX,
@@ -92,6 +92,7 @@ class WorkloadConfig:
         spec = {**self.recorded(), "target": str(where), "device": device}
         spec["runtime_ns"] = round(self.runtime_s * 1e9)
         spec["ramp_ns"] = round(self.ramp_s * 1e9)
+        spec["heat_ns"] = list(HEAT_EDGES_NS)
         return spec
 
     def recorded(self) -> dict[str, Any]:

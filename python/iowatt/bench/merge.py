@@ -103,6 +103,8 @@ def _intervals(per_host: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if "slow_ops" in longest:
         out["slow_ns"] = longest["slow_ns"]
         out["slow_ops"] = column("slow_ops", lambda rows: [sum(c) for c in zip(*rows, strict=True)])
+    if "heat_ops" in longest:
+        out["heat_ops"] = column("heat_ops", lambda rows: [sum(c) for c in zip(*rows, strict=True)])
     return out
 
 

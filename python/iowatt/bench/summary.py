@@ -182,6 +182,7 @@ def interval_table(run_id: str, results: Sequence[Mapping[str, Any]]) -> pa.Tabl
                 cols[key].append(iv[key][i])
             cols["slow_ns"].append(iv.get("slow_ns", []))
             cols["slow_ops"].append(iv["slow_ops"][i] if "slow_ops" in iv else [])
+            cols["heat_ops"].append(iv["heat_ops"][i] if "heat_ops" in iv else [])
             cols["ops_s"].append(iv["ops"][i] / dur if dur else 0.0)
             cols["mib_s"].append(iv["bytes"][i] / MIB / dur if dur else 0.0)
     return pa.table(cols, schema=INTERVAL_SCHEMA)

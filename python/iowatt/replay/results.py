@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from iowatt.histogram import DEFAULT_SLOW_NS, latency_summary
+from iowatt.histogram import DEFAULT_SLOW_NS, heat_bands, latency_summary
 from iowatt.replay.plan import ReplayConfig
 
 if TYPE_CHECKING:
@@ -149,6 +149,7 @@ def interval_table(run_id: str, config: ReplayConfig, r: Records, t0_ns: int) ->
     quantiles = {"p50_ns": 50.0, "p99_ns": 99.0, "p999_ns": 99.9, "max_ns": 100.0}
     lat: dict[str, list[int | None]] = {k: [] for k in quantiles}
     slow: list[list[int]] = []
+    heat: list[list[int]] = []
     for s in range(seconds):
         values = ttfb[order[bounds[s] : bounds[s + 1]]]
         for k, p in quantiles.items():
@@ -156,6 +157,7 @@ def interval_table(run_id: str, config: ReplayConfig, r: Records, t0_ns: int) ->
                 int(np.percentile(values, p, method="inverted_cdf")) if len(values) else None
             )
         slow.append([int((values > t).sum()) for t in DEFAULT_SLOW_NS])
+        heat.append(heat_bands(values, np.ones(len(values), dtype=np.int64)))
     sent = c["sent_ns"] >= 0
     ops = per_second(c["done_ns"], answered)
     nbytes = np.bincount(c["done_ns"][ended] // NS, weights=c["bytes"][ended], minlength=seconds)
@@ -176,6 +178,7 @@ def interval_table(run_id: str, config: ReplayConfig, r: Records, t0_ns: int) ->
         **lat,
         "slow_ns": [list(DEFAULT_SLOW_NS)] * seconds,
         "slow_ops": slow,
+        "heat_ops": heat,
         "trace_s": t_s * config.speedup,
         "intended": per_second(c["due_ns"], np.ones(len(c["due_ns"]), bool)),
         "sent": per_second(c["sent_ns"], sent),

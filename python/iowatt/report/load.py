@@ -92,6 +92,10 @@ class Run:
     sweep: SweepData | None = None
     # per-interval slow-operation counts, for the workloads whose intervals carry them
     slow: dict[str, SlowCounts] = field(default_factory=dict)
+    # per-interval operations per heatmap band (intervals × bands), where recorded
+    heat: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]] = field(
+        default_factory=dict
+    )
 
     @property
     def kind(self) -> str | None:
@@ -166,6 +170,26 @@ def _slow_counts(rows: pa.Table) -> SlowCounts | None:
         ops_s=rows["ops_s"].to_numpy().astype(np.float64),
         slow_ops=counts.astype(np.int64),
     )
+
+
+def _heat(
+    table: pa.Table | None,
+) -> dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]]:
+    """Each workload's interval starts and its operations per heatmap band, for the workloads
+    whose every interval has the bands (runs before them have none)."""
+    if table is None or "heat_ops" not in table.column_names:
+        return {}
+    out = {}
+    for name, rows in _by_workload(table.sort_by("t_s")):
+        bands = rows["heat_ops"].combine_chunks()
+        if not len(bands) or bands.null_count:
+            continue
+        n = pc.list_value_length(bands).to_numpy()
+        if not n[0] or (n != n[0]).any():
+            continue
+        counts = bands.flatten().to_numpy(zero_copy_only=False).reshape(len(bands), n[0])
+        out[name] = (rows["t_s"].to_numpy().astype(np.float64), counts.astype(np.int64))
+    return out
 
 
 def _slow(table: pa.Table | None) -> dict[str, SlowCounts]:
@@ -246,8 +270,9 @@ def _sweep(path: Path) -> SweepData:
     )
 
 
-def load_run(path: Path, slow: bool = True) -> Run:
-    """Read one run directory (without its per-interval slow counts unless ``slow``); raises
+def load_run(path: Path, detail: bool = True) -> Run:
+    """Read one run directory (without the per-interval detail — slow counts, heatmap bands —
+    unless ``detail``); raises
     :class:`RunNotFoundError` when it has no manifest, and a StoreError naming the file when
     one is damaged."""
     manifest_path = path / "manifest.json"
@@ -257,22 +282,22 @@ def load_run(path: Path, slow: bool = True) -> Run:
             hint="pass a directory under the results directory, e.g. `iowatt-results/<run id>`",
         )
     try:
-        return _load(path, slow)
+        return _load(path, detail)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise DamagedRun(
             path, "manifest.json, summary.json or Parquet files", f"odd ({e!r})"
         ) from None
 
 
-def load_runs(paths: Sequence[Path], slow: bool = True) -> list[Run]:
+def load_runs(paths: Sequence[Path], detail: bool = True) -> list[Run]:
     """:func:`load_run` of each, a few at a time: Parquet decoding releases the GIL."""
     if len(paths) < 8:
-        return [load_run(p, slow) for p in paths]
+        return [load_run(p, detail) for p in paths]
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        return list(pool.map(lambda p: load_run(p, slow), paths))
+        return list(pool.map(lambda p: load_run(p, detail), paths))
 
 
-def _load(path: Path, slow: bool) -> Run:
+def _load(path: Path, detail: bool) -> Run:
     manifest = read_manifest(path)
     summary = read_summary(path) if (path / "summary.json").is_file() else {}
     power = _power(_read_parquet(path / "power.parquet"))
@@ -288,5 +313,6 @@ def _load(path: Path, slow: bool) -> Run:
         intervals=_intervals(intervals),
         latency=_latency(_read_parquet(path / "latency.parquet")),
         power=power,
-        slow=_slow(intervals) if slow else {},
+        slow=_slow(intervals) if detail else {},
+        heat=_heat(intervals) if detail else {},
     )

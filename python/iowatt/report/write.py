@@ -21,6 +21,7 @@ from iowatt.report.context import (
     workload_row,
 )
 from iowatt.report.flowops import flowop_tables
+from iowatt.report.heatmap import heatmaps
 from iowatt.report.hosts import host_views
 from iowatt.report.load import load_runs
 from iowatt.report.pool import SUMMARY_AFTER, pooled_runs
@@ -92,9 +93,9 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         run_dirs = [d for d in run_dirs if _kind(Path(d)) != kind]
     apart = sorted(k for k in kinds if k in _SIMULATIONS) if aside else []
     # Past SUMMARY_AFTER runs, tables and bars show each environment's runs pooled, and no
-    # run's slow seconds are drawn (so not read).
+    # run's slow seconds or heatmap is drawn (so not read).
     summary = len(run_dirs) > SUMMARY_AFTER
-    runs = load_runs([Path(d) for d in run_dirs], slow=not summary)
+    runs = load_runs([Path(d) for d in run_dirs], detail=not summary)
     thresholds = report_thresholds(runs)
     short = short_labels(runs)
     views = [run_view(run, short[run.run_id]) for run in runs]
@@ -125,6 +126,7 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         thresholds=[(threshold_label(t), t) for t in thresholds],
         flowops=[] if summary else flowop_tables(runs, style),
         slow=slow_section([] if summary else runs, style),
+        heat=[] if summary else heatmaps(runs, short_labels(runs)),
         series=consecutive_runs(runs, answer.findings if answer else None),
         energy=energy_rows(runs),
         power_plots=power_plots(runs),

@@ -27,6 +27,9 @@ INTERVAL_SCHEMA = pa.schema(
         # default), counted from the interval's histogram by the rule latency.parquet follows.
         ("slow_ns", pa.list_(pa.int64())),
         ("slow_ops", pa.list_(pa.int64())),
+        # Operations per band of iowatt.histogram.HEAT_EDGES_NS (1-2-5 per decade, 1 µs to
+        # 100 s; one more band than edges), for the latency heatmap. Empty in older runs.
+        ("heat_ops", pa.list_(pa.int64())),
     ]
 )
 # A replay's intervals add these to the bench columns (docs/run-store.md, "replay runs").

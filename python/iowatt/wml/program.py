@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from iowatt.histogram import HEAT_EDGES_NS
 from iowatt.wml.dists import mean_of
 from iowatt.wml.script import Step
 
@@ -58,6 +59,7 @@ class Program:
             "seed": seed,
             "interval_ns": interval_ns,
             "slow_ns": list(slow_ns),
+            "heat_ns": list(HEAT_EDGES_NS),
             "eventgen_rate": self.eventgen_rate,
             "quit": self.quit,
         }

@@ -29,6 +29,7 @@ pub(crate) fn fileio(personality: &str, dir: &TempDir) -> FileIo {
         seed: 42,
         workingset: 0,
         slow_ns: vec![100_000_000, 200_000_000],
+        heat_ns: vec![1_000, 10_000, 100_000, 1_000_000],
     }
 }
 
@@ -172,6 +173,11 @@ fn intervals_add_up_to_the_totals() {
     );
     assert_eq!(out.histogram().count(), out.ops());
     assert_eq!(out.measured_ns, 2_000_000_000);
+    // Each interval's heatmap bands hold its operations, once each.
+    for row in &out.intervals {
+        assert_eq!(row.heat_ops.len(), 5);
+        assert_eq!(row.heat_ops.iter().sum::<u64>(), row.ops);
+    }
 }
 
 #[test]
