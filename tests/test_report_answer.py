@@ -214,3 +214,17 @@ def test_each_kind_of_report_opens_on_its_answer(
         answer = re.search(r'<section class="answer" data-answer="(\w+)"', html)
         order[kind] = {"answer": answer[1] if answer else None, "sections": headings(html)}
     assert order == snapshot
+
+
+def test_chart_points_say_their_values_on_hover(campaign: tuple[Path, Path]) -> None:
+    _, report = campaign
+    html = report.read_text(encoding="utf-8")
+    forest = html.split('data-plot="forest"')[1].split("</figure>")[0]
+    assert re.findall(r"<title>(\w+) · rack: ([-+]\d+\.\d)%", forest) == [
+        ("randomread8k", re.search(r"<tr><td>randomread8k</td>.*?<td>(-?\d+\.\d)%", html)[1]),
+        ("seqread", re.search(r"<tr><td>seqread</td>.*?<td>(-?\d+\.\d)%", html)[1]),
+    ]
+    series = html.split('data-workload="randomread8k"')[1].split("</section>")[0]
+    points = re.findall(r"<title>run (\d+): (\S+), ([\d,.]+) ops/s</title>", series)
+    assert sorted(int(n) for n, _, _ in points) == list(range(1, 17))
+    assert {run for _, run, _ in points} == {f"20261121-{i:05d}-bench-fake" for i in range(16)}

@@ -8,6 +8,7 @@ SVG needs none) and a notebook user's own backend is left alone. Each plot funct
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import re
@@ -104,6 +105,22 @@ def _to_svg(fig: Figure, name: str) -> str:
     svg = re.sub(r'\bid="([^"]+)"', rf'id="{name}-\1"', svg)
     svg = re.sub(r'href="#([^"]+)"', rf'href="#{name}-\1"', svg)
     return re.sub(r"url\(#([^)]+)\)", rf"url(#{name}-\1)", svg)
+
+
+def with_titles(svg: str, gid: str, titles: Sequence[str]) -> str:
+    """The SVG with hover text on each marker of the artist drawn with ``gid`` (already
+    prefixed, as :func:`_to_svg` leaves ids): matplotlib writes one ``<use>`` per point, in the
+    order of the data, inside the artist's group."""
+    start = svg.find(f'id="{gid}"')
+    if start < 0:
+        return svg
+    out, at = [svg[:start]], start
+    for title, use in zip(titles, re.finditer(r"<use\b[^>]*?/>", svg[start:]), strict=False):
+        out.append(svg[at : start + use.start()])
+        out.append(use.group()[:-2] + f"><title>{html.escape(title)}</title></use>")
+        at = start + use.end()
+    out.append(svg[at:])
+    return "".join(out)
 
 
 def _legend_columns(labels: Sequence[str]) -> int:
@@ -300,9 +317,13 @@ def slow_scatter(
     ax = fig.subplots()
     for s in shares:
         ax.scatter(100 * s.share, ops_s, s=14, color=s.color, alpha=0.6, lw=0, label=s.label)
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g} %"))
+    # A margin on every side: the clean seconds (x = 0) and the busiest are points, not marks
+    # on the frame.
+    widest = max((float(np.nanmax(100 * s.share)) for s in shares if s.share.size), default=0.0)
+    widest = widest if widest > 0 else 1.0
+    ax.set_xlim(-0.04 * widest, 1.08 * widest)
+    ax.set_ylim(0, 1.1 * float(ops_s.max()) if ops_s.max() > 0 else 1.0)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g} %" if v >= 0 else ""))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
     ax.set_xlabel("share of the interval's operations above the threshold")
     ax.set_ylabel("ops/s")

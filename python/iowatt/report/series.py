@@ -22,7 +22,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from iowatt.compare.latent import Finding, analyse_series
 from iowatt.report.load import Run
-from iowatt.report.plots import _FIGSIZE, Plot, _legend, _to_svg
+from iowatt.report.plots import _FIGSIZE, Plot, _legend, _to_svg, with_titles
 from iowatt.units import format_rate
 
 # The environment of a run without an ``env`` label.
@@ -72,7 +72,7 @@ def series_plot(workload: str, points: Sequence[SeriesPoint], ylabel: str = "ops
         xs = [n for n, p in zip(x, points, strict=True) if p.env == env]
         ys = [p.value for p in points if p.env == env]
         ax.scatter(xs, ys, s=36 if len(points) <= 100 else 10, color=f"C{i % 10}", zorder=2,
-                   label=env)  # fmt: skip
+                   label=env, gid=f"env{i}")  # fmt: skip
     changes = [n for n in range(1, len(points)) if points[n].env != points[n - 1].env]
     if len(changes) <= MAX_CHANGE_LINES:  # past that, an interleaved series would be all lines
         for n in changes:
@@ -88,7 +88,13 @@ def series_plot(workload: str, points: Sequence[SeriesPoint], ylabel: str = "ops
         for i, env in enumerate(envs)
     ]
     _legend(fig, envs, handles)
-    return _to_svg(fig, _svg_name(workload))
+    name = _svg_name(workload)
+    svg = _to_svg(fig, name)
+    for i, env in enumerate(envs):
+        titles = [f"run {n}: {p.run_id}, {format_rate(p.value)} {ylabel}"
+                  for n, p in zip(x, points, strict=True) if p.env == env]  # fmt: skip
+        svg = with_titles(svg, f"{name}-env{i}", titles)
+    return svg
 
 
 def code_spans(text: str) -> Markup:

@@ -19,7 +19,7 @@ from iowatt.compare.latent import KINDS, Finding
 from iowatt.compare.render import legend, render, table_rows
 from iowatt.compare.table import Comparison, Settings, compare
 from iowatt.report.load import Run
-from iowatt.report.plots import Plot, _to_svg
+from iowatt.report.plots import Plot, _to_svg, with_titles
 
 BY = "env"
 
@@ -137,7 +137,8 @@ def forest_plot(cmp: Comparison) -> str | None:
         filled = c.significant(cmp.settings)
         if np.isfinite(d.ci_low) and np.isfinite(d.ci_high):
             ax.plot([d.ci_low, d.ci_high], [y, y], color=color, linewidth=2)
-        ax.plot([d.pct], [y], "o", color=color, markerfacecolor=color if filled else "white")
+        ax.plot([d.pct], [y], "o", color=color, markerfacecolor=color if filled else "white",
+                gid=f"cell{y}")  # fmt: skip
     ax.set_yticks(range(len(cells)), [f"{c.workload} · {c.group}" for c in cells])
     ax.invert_yaxis()
     ax.set_xlabel(f"% difference from {cmp.settings.by}={cmp.control}")
@@ -146,4 +147,12 @@ def forest_plot(cmp: Comparison) -> str | None:
     span = max(max(highs), noise) - min(min(lows), -noise)
     ax.set_xlim(min(min(lows), -noise) - 0.05 * span, max(max(highs), noise) + 0.05 * span)
     ax.grid(axis="x", alpha=0.3)
-    return _to_svg(fig, "forest")
+    svg = _to_svg(fig, "forest")
+    for y, c in enumerate(cells):
+        d = c.diff
+        assert d is not None
+        svg = with_titles(svg, f"forest-cell{y}", [
+            f"{c.workload} · {c.group}: {d.pct:+.1f}% (CI {d.ci_low:+.1f}% … {d.ci_high:+.1f}%), "
+            f"p = {d.p_value:.3g}, n = {c.summary.n}"
+        ])  # fmt: skip
+    return svg
