@@ -97,12 +97,12 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     summary = len(run_dirs) > SUMMARY_AFTER
     runs = load_runs([Path(d) for d in run_dirs], detail=not summary)
     thresholds = report_thresholds(runs)
-    short = short_labels(runs)
-    views = [run_view(run, short[run.run_id]) for run in runs]
+    names = short_labels(runs)
+    views = [run_view(run, names[run.run_id]) for run in runs]
     shown = pooled_runs(runs) if summary else runs
     style = styles(shown)
-    if summary:
-        short = {p.run_id: p.run_id for p in shown}
+    # What tables and bars call each of the shown runs (a pooled one is its environment).
+    short = {p.run_id: p.run_id for p in shown} if summary else names
     answer = verdict(runs, thresholds)
     html = _ENV.get_template("template.html").render(
         runs=views,
@@ -126,7 +126,7 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         thresholds=[(threshold_label(t), t) for t in thresholds],
         flowops=[] if summary else flowop_tables(runs, style),
         slow=slow_section([] if summary else runs, style),
-        heat=[] if summary else heatmaps(runs, short_labels(runs)),
+        heat=[] if summary else heatmaps(runs, names),
         series=consecutive_runs(runs, answer.findings if answer else None),
         energy=energy_rows(runs),
         power_plots=power_plots(runs),
