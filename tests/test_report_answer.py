@@ -228,3 +228,5 @@ def test_chart_points_say_their_values_on_hover(campaign: tuple[Path, Path]) -> 
     points = re.findall(r"<title>run (\d+): (\S+), ([\d,.]+) ops/s</title>", series)
     assert sorted(int(n) for n, _, _ in points) == list(range(1, 17))
     assert {run for _, run, _ in points} == {f"20261121-{i:05d}-bench-fake" for i in range(16)}
+    bars = re.findall(r'<g id="bars-ops_s-\d+"><title>([^<]*)</title>', html)
+    assert len(bars) == 32 and bars[0].startswith("quiet #1, randomread8k: ")

@@ -165,9 +165,9 @@ def throughput_bars(bars: Sequence[Bar]) -> str | None:
     for ax, metric, title in zip(
         fig.subplots(1, 2), ("ops_s", "mib_s"), ("ops/s", "MiB/s"), strict=True
     ):
-        for bar in bars:
+        for k, bar in enumerate(bars):
             x = groups.index(bar.group) - 0.4 + (slots.index(bar.workload) + 0.5) * width
-            ax.bar(x, getattr(bar, metric), width, color=bar.color)
+            ax.bar(x, getattr(bar, metric), width, color=bar.color, gid=f"{metric}-{k}")
         ax.set_title(title, fontsize="medium")
         # Past a handful of runs their names are turned, or they run into each other.
         turned = {"rotation": 90} if len(groups) > 5 else {}
@@ -177,7 +177,22 @@ def throughput_bars(bars: Sequence[Bar]) -> str | None:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
         ax.grid(axis="y", alpha=0.3)
     _legend(fig, slots, [Patch(color=c, label=w) for w, c in colors.items()])
-    return _to_svg(fig, "bars")
+    svg = _to_svg(fig, "bars")
+    for k, bar in enumerate(bars):
+        said = (
+            f"{bar.group}, {bar.workload}: {format_rate(bar.ops_s)} ops/s, "
+            f"{format_rate(bar.mib_s)} MiB/s"
+        )
+        for metric in ("ops_s", "mib_s"):
+            svg = _titled(svg, f"bars-{metric}-{k}", said)
+    return svg
+
+
+def _titled(svg: str, gid: str, title: str) -> str:
+    """Hover text on the group matplotlib drew for the artist with ``gid`` (a bar, a patch)."""
+    return re.sub(
+        rf'(<g id="{re.escape(gid)}">)', rf"\1<title>{html.escape(title)}</title>", svg, count=1
+    )
 
 
 def _latency_axis(ax: Axes, decades: float) -> None:
