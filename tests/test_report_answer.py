@@ -230,3 +230,7 @@ def test_chart_points_say_their_values_on_hover(campaign: tuple[Path, Path]) -> 
     assert {run for _, run, _ in points} == {f"20261121-{i:05d}-bench-fake" for i in range(16)}
     bars = re.findall(r'<g id="bars-ops_s-\d+"><title>([^<]*)</title>', html)
     assert len(bars) == 32 and bars[0].startswith("quiet #1, randomread8k: ")
+    # A band (16 runs: one per workload and environment) says which it is.
+    bands = re.findall(r'<g id="cdf-series\d+"><title>([^<]*)</title>', html)
+    assert bands == [f"{w} · {env} (8 runs)" for env in ("quiet", "rack")
+                     for w in ("randomread8k", "seqread")]  # fmt: skip

@@ -213,11 +213,11 @@ def latency_cdf(lines: Sequence[Line], name: str = "cdf", bands: Sequence[Band] 
     labels = [line.style.label for line in lines] + [b.label for b in bands]
     fig = _figure(labels)
     ax = fig.subplots()
-    for line in lines:
+    for i, line in enumerate(lines):
         # Buckets are 0.1% wide, so joining their tops looks like the step function it is,
         # and lets matplotlib simplify the path (steps would triple the SVG's size).
-        _draw(ax, line)
-    _draw_bands(ax, bands)
+        _draw(ax, line, gid=f"series{i}")
+    _draw_bands(ax, bands, first=len(lines))
     xs = [line.x for line in lines] + [b.x for b in bands]
     lo = max(float(min(x.min() for x in xs)), 1.0)
     hi = max(float(max(x.max() for x in xs)), lo)
@@ -228,7 +228,7 @@ def latency_cdf(lines: Sequence[Line], name: str = "cdf", bands: Sequence[Band] 
     ax.set_ylabel("fraction of operations")
     ax.grid(alpha=0.3, which="major")
     _legend(fig, labels)
-    return _to_svg(fig, name)
+    return _series_titled(_to_svg(fig, name), name, labels)
 
 
 def throughput_over_time(
@@ -241,25 +241,32 @@ def throughput_over_time(
     labels = [line.style.label for line in lines] + [b.label for b in bands]
     fig = _figure(labels)
     ax = fig.subplots()
-    for line in lines:
-        _draw(ax, line, marker="." if line.x.size < 30 else None)
-    _draw_bands(ax, bands)
+    for i, line in enumerate(lines):
+        _draw(ax, line, marker="." if line.x.size < 30 else None, gid=f"series{i}")
+    _draw_bands(ax, bands, first=len(lines))
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
     ax.set_xlabel("time since the measured phase began (s)")
     ax.set_ylabel("ops/s")
     ax.grid(alpha=0.3)
     _legend(fig, labels)
-    return _to_svg(fig, name)
+    return _series_titled(_to_svg(fig, name), name, labels)
 
 
-def _draw_bands(ax: Axes, bands: Sequence[Band]) -> None:
-    for b in bands:
+def _series_titled(svg: str, name: str, labels: Sequence[str]) -> str:
+    """Each series line (``series{i}``) says which it is on hover."""
+    for i, label in enumerate(labels):
+        svg = _titled(svg, f"{name}-series{i}", label)
+    return svg
+
+
+def _draw_bands(ax: Axes, bands: Sequence[Band], first: int) -> None:
+    for j, b in enumerate(bands):
         ax.fill_between(b.x, b.low, b.high, color=b.color, alpha=0.25, linewidth=0)
-        ax.plot(b.x, b.mid, color=b.color, lw=1.6, label=b.label)
+        ax.plot(b.x, b.mid, color=b.color, lw=1.6, label=b.label, gid=f"series{first + j}")
 
 
-def _draw(ax: Axes, line: Line, marker: str | None = None) -> None:
+def _draw(ax: Axes, line: Line, marker: str | None = None, gid: str | None = None) -> None:
     style = line.style
     ax.plot(
         line.x,
@@ -269,6 +276,7 @@ def _draw(ax: Axes, line: Line, marker: str | None = None) -> None:
         linestyle=style.linestyle,
         lw=1.6,
         marker=marker,
+        gid=gid,
     )
 
 
