@@ -295,6 +295,31 @@ def test_check_refuses_with_exit_2_and_json_for_scripts(
     assert_user_error(r, "--check reads FileBench workload files")
 
 
+def test_an_echo_while_the_processes_run_is_said_at_its_second(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    f = tmp_path / "echo.f"
+    f.write_text(
+        "define fileset name=a,path=/tmp,entries=4,dirwidth=4,size=4k,prealloc\n"
+        "define process name=p\n{\n  thread name=t\n  {\n"
+        "    flowop statfile name=s,filesetname=a\n  }\n}\n"
+        'echo "loaded"\ncreate files\ncreate processes\nsleep 1\necho "one second in"\n'
+        "sleep 1\nshutdown processes\n"
+    )
+    r = iowatt(capsys, "bench", f, "--check", "--json")
+    found = json.loads(r.out)
+    assert found["messages"] == ["loaded"]
+    assert found["commands"] == [
+        {"line": 13, "phase": "running", "kind": "echo", "text": "one second in", "at_s": 1.0}
+    ]
+    # (path=/tmp is mapped under the run's work directory, which must be made for it.)
+    r = iowatt(capsys, "bench", f, "--target", tmp_path, "--results", tmp_path / "r")
+    assert r.code == 0, r.err
+    said = r.err.splitlines()
+    assert said.count("loaded") == 1 and said.count("one second in") == 1
+    assert said.index("loaded") < said.index("one second in")
+
+
 def test_a_template_placeholder_is_refused_with_the_set_that_fills_it(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

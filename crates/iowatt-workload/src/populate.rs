@@ -50,6 +50,11 @@ pub fn populate(w: &Workload, progress: &Progress) -> Result<Vec<FilesetState>, 
         .map(|s| s.entropy.map(|e| DataSource::new(e, &mut rng)))
         .collect();
     for (set, (spec, layout, prealloc, leafdirs, reused)) in plans.iter().enumerate() {
+        // A path the planner mapped under the work directory (`path=/tmp` is `$dir/tmp`) does
+        // not exist yet.
+        if let Some(parent) = layout.root.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| WorkloadError::io("mkdir", parent, e))?;
+        }
         for d in &layout.dirs {
             mkdir(d)?;
         }

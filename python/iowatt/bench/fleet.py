@@ -112,10 +112,12 @@ def run_fleet(
     sink = sink or WarningSink()
     note = reporter.note
     for wl in config.workloads:
-        if wl.program is not None and wl.program.steps:
-            step = wl.program.steps[0]
+        program = wl.program
+        commands = [s for s in program.steps if s.kind != "echo"] if program else []
+        if program is not None and commands:
+            step = commands[0]
             raise ConfigError(
-                f"{wl.program.source}:{step.line}: a workload file's commands (`{step.kind}`) "
+                f"{program.source}:{step.line}: a workload file's commands (`{step.kind}`) "
                 "do not run in a fleet yet",
                 "run the file on one host, or move its commands to a script around iowatt",
             )

@@ -437,8 +437,10 @@ class _Evaluator:
             if step.kind == "stats" and " " in step.text:
                 kept = "(summary.json, the IO Summary line), not a file of their own"
                 self.notice(step.line, f"`stats {step.text}`: the statistics are the run's {kept}")
-        # What the file says before its run is shown when it is loaded, as FileBench does.
-        messages += [s.text for s in script.steps if s.kind == "echo" and s.phase != "after"]
+        # What the file says before its processes start is shown when it is loaded, as
+        # FileBench does; an echo while they run is a step, said at its second.
+        loaded = [s for s in script.steps if s.kind == "echo" and s.phase in ("setup", "laid_out")]
+        messages += [s.text for s in loaded]
         return Program(
             source=self.source,
             name=name,
@@ -447,7 +449,7 @@ class _Evaluator:
             origins=self.origins(),
             runtime_s=script.runtime_s or None,
             ramp_s=script.ramp_s,
-            steps=[s for s in script.steps if not (s.kind == "echo" and s.phase != "after")],
+            steps=[s for s in script.steps if s not in loaded],
             quit=quit_mode,
             messages=messages,
             usage=usage,
