@@ -8,6 +8,7 @@ import pytest
 
 from iowatt.measured import measured
 from support.cli import iowatt, manifest, runs_in
+from support.wmlfile import one_thread
 
 QUICK = ("--runtime", "300ms", "--filesize", "4m", "--no-report")
 
@@ -59,9 +60,11 @@ def test_a_workload_file_mixing_direct_and_buffered_flowops_says_so(
     f.write_text(
         "set $dir=/tmp\n"
         "define fileset name=a,path=$dir,entries=2,dirwidth=2,size=64k,prealloc\n"
-        "define process name=p\n{\n  thread name=t\n  {\n"
-        "    flowop read name=direct,filesetname=a,iosize=4k,random,directio\n"
-        "    flowop read name=cached,filesetname=a,iosize=4k,random\n  }\n}\nrun 1\n"
+        + one_thread(
+            "read name=direct,filesetname=a,iosize=4k,random,directio",
+            "read name=cached,filesetname=a,iosize=4k,random",
+        )
+        + "run 1\n"
     )
     results = tmp_path / "results"
     r = iowatt(capsys, "bench", f, "--target", "/var/tmp", "--runtime", "300ms", "--no-report",

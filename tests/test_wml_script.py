@@ -12,6 +12,7 @@ import pytest
 
 from iowatt.wml import Program, WmlError, parse_file, parse_text
 from support.cli import assert_user_error, iowatt, runs_in
+from support.wmlfile import one_thread
 
 HERE = Path(__file__).parent
 CONSTRUCTS = HERE / "wml" / "constructs"
@@ -301,9 +302,8 @@ def test_an_echo_while_the_processes_run_is_said_at_its_second(
     f = tmp_path / "echo.f"
     f.write_text(
         "define fileset name=a,path=/tmp,entries=4,dirwidth=4,size=4k,prealloc\n"
-        "define process name=p\n{\n  thread name=t\n  {\n"
-        "    flowop statfile name=s,filesetname=a\n  }\n}\n"
-        'echo "loaded"\ncreate files\ncreate processes\nsleep 1\necho "one second in"\n'
+        + one_thread("statfile name=s,filesetname=a")
+        + 'echo "loaded"\ncreate files\ncreate processes\nsleep 1\necho "one second in"\n'
         "sleep 1\nshutdown processes\n"
     )
     r = iowatt(capsys, "bench", f, "--check", "--json")
@@ -327,8 +327,8 @@ def test_a_template_placeholder_is_refused_with_the_set_that_fills_it(
     template.write_text(
         "set $dir=MOUNTDIR\nset $filesize=FILESZ\n"
         "define fileset name=a,path=$dir,entries=4,dirwidth=4,size=$filesize,prealloc\n"
-        "define process name=p\n{\n  thread name=t\n  {\n"
-        "    flowop read name=r,filesetname=a,iosize=4k\n  }\n}\nrun 1\n"
+        + one_thread("read name=r,filesetname=a,iosize=4k")
+        + "run 1\n"
     )
     r = iowatt(capsys, "bench", template, "--check")
     assert_user_error(r, "micro.f:3: `size` needs a size such as 16k, not `FILESZ`")

@@ -25,10 +25,8 @@ class Measured:
     # raw device with O_DIRECT); None: some did, or the run says nothing about it.
     cached: bool | None
     cache: str
-
-    @property
-    def in_memory(self) -> bool:
-        return self.device.startswith("memory")
+    # The target is tmpfs or ramfs: no device at all.
+    in_memory: bool = False
 
     def line(self) -> str:
         """``/mnt/disk on /dev/sdb (…): O_DIRECT, the page cache bypassed``."""
@@ -60,7 +58,7 @@ def measured(manifest: dict[str, Any]) -> Measured | None:
     direct = [_direct(w) for w in workloads]
     if fs in _MEMORY_FS:
         # tmpfs has no O_DIRECT to speak of: its files are the page cache.
-        return Measured(path, device, True, "no device, the files live in the page cache")
+        return Measured(path, device, True, "no device, the files live in the page cache", True)
     if all(d is True for d in direct):
         return Measured(path, device, False, "O_DIRECT, the page cache bypassed")
     if all(d is False for d in direct):

@@ -30,12 +30,12 @@ _FLAGS = (
 )
 
 
-def _run(html_path: Path, *flags: str) -> str:
-    """Run Chromium on ``html_path`` with ``flags``; its stdout."""
+def _chromium(html_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """Run Chromium on ``html_path`` with ``flags`` in a fresh profile."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is not installed")
     with tempfile.TemporaryDirectory(prefix="iowatt-chromium-") as profile:
-        done = subprocess.run(
+        return subprocess.run(
             [
                 str(CHROMIUM),
                 *_FLAGS,
@@ -48,9 +48,30 @@ def _run(html_path: Path, *flags: str) -> str:
             timeout=TIMEOUT_S,
             check=False,
         )
+
+
+def _run(html_path: Path, *flags: str) -> str:
+    """Run Chromium on ``html_path`` with ``flags``; its stdout."""
+    done = _chromium(html_path, *flags)
     if done.returncode != 0:
         raise RuntimeError(f"chromium exited with {done.returncode}:\n{done.stderr[-2000:]}")
     return done.stdout
+
+
+def _left_on_body(
+    html_path: Path, script: str, attribute: str, width: int = 1200, height: int = 4000
+) -> str:
+    """What ``script``, run in a copy of the page laid out in a ``width`` x ``height`` window,
+    left in ``<body data-ATTRIBUTE="…">`` (unescaped). The page itself is not changed."""
+    page = html_path.read_text(encoding="utf-8").replace("</body>", script + "</body>")
+    with tempfile.TemporaryDirectory(prefix="iowatt-page-") as tmp:
+        copy = Path(tmp) / html_path.name
+        copy.write_text(page, encoding="utf-8")
+        dom = dump_dom(copy, width, height)
+    found = re.search(rf'<body[^>]*\bdata-{attribute}="([^"]*)"', dom)
+    if found is None:
+        raise RuntimeError(f"the page's script left no data-{attribute}")
+    return html.unescape(found.group(1))
 
 
 def screenshot(html_path: Path, png_path: Path, width: int = 1200, height: int = 4000) -> Path:
@@ -91,15 +112,8 @@ def boxes(
     script that measures the elements; the page itself is not changed.
     """
     script = _BOXES_SCRIPT % (json.dumps(selector), json.dumps(key))
-    page = html_path.read_text(encoding="utf-8").replace("</body>", script + "</body>")
-    with tempfile.TemporaryDirectory(prefix="iowatt-boxes-") as tmp:
-        copy = Path(tmp) / html_path.name
-        copy.write_text(page, encoding="utf-8")
-        dom = dump_dom(copy, width, height)
-    found = re.search(r'<body[^>]*\bdata-boxes="([^"]*)"', dom)
-    if found is None:
-        raise RuntimeError("the measuring script did not run")
-    return {k: tuple(v) for k, v in json.loads(html.unescape(found.group(1))).items()}
+    found = json.loads(_left_on_body(html_path, script, "boxes", width, height))
+    return {k: tuple(v) for k, v in found.items()}
 
 
 _WIDTH_SCRIPT = """<script>
@@ -110,27 +124,12 @@ document.body.dataset.scrollWidth = document.documentElement.scrollWidth;
 def page_width(html_path: Path, width: int, height: int = 800) -> int:
     """How wide the page lays out in a ``width``-pixel window: more than ``width`` means
     something overflows sideways and the reader must scroll the whole page."""
-    page = html_path.read_text(encoding="utf-8").replace("</body>", _WIDTH_SCRIPT + "</body>")
-    with tempfile.TemporaryDirectory(prefix="iowatt-width-") as tmp:
-        copy = Path(tmp) / html_path.name
-        copy.write_text(page, encoding="utf-8")
-        dom = dump_dom(copy, width, height)
-    found = re.search(r'<body[^>]*\bdata-scroll-width="(\d+)"', dom)
-    if found is None:
-        raise RuntimeError("the measuring script did not run")
-    return int(found.group(1))
+    return int(_left_on_body(html_path, _WIDTH_SCRIPT, "scroll-width", width, height))
 
 
 def console_errors(html_path: Path) -> list[str]:
     """What the page logged to the console as errors (uncaught exceptions included)."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
-    with tempfile.TemporaryDirectory(prefix="iowatt-chromium-") as profile:
-        done = subprocess.run(
-            [str(CHROMIUM), *_FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr",
-             "--v=0", "--dump-dom", html_path.resolve().as_uri()],
-            capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
-        )  # fmt: skip
+    done = _chromium(html_path, "--enable-logging=stderr", "--v=0", "--dump-dom")
     return [
         line
         for line in done.stderr.splitlines()
@@ -150,12 +149,4 @@ document.body.dataset.csv = JSON.stringify(Array.from(document.querySelectorAll(
 
 def csv_links(html_path: Path) -> list[str]:
     """What each of the page's CSV links saves, in page order."""
-    page = html_path.read_text(encoding="utf-8").replace("</body>", _CSV_SCRIPT + "</body>")
-    with tempfile.TemporaryDirectory(prefix="iowatt-csv-") as tmp:
-        copy = Path(tmp) / html_path.name
-        copy.write_text(page, encoding="utf-8")
-        dom = dump_dom(copy)
-    found = re.search(r'<body[^>]*\bdata-csv="([^"]*)"', dom)
-    if found is None:
-        raise RuntimeError("the clicking script did not run")
-    return list(json.loads(html.unescape(found.group(1))))
+    return list(json.loads(_left_on_body(html_path, _CSV_SCRIPT, "csv")))

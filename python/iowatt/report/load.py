@@ -153,23 +153,32 @@ def _slow_counts(rows: pa.Table) -> SlowCounts | None:
     """
     if "slow_ns" not in rows.column_names or "slow_ops" not in rows.column_names:
         return None
-    ns = rows["slow_ns"].combine_chunks()
-    ops = rows["slow_ops"].combine_chunks()
-    if not len(ns) or ns.null_count or ops.null_count:
+    thresholds = _list_matrix(rows["slow_ns"])
+    counts = _list_matrix(rows["slow_ops"])
+    if thresholds is None or counts is None or counts.shape != thresholds.shape:
         return None
-    k = pc.list_value_length(ns).to_numpy()
-    if not k[0] or (k != k[0]).any() or (pc.list_value_length(ops).to_numpy() != k[0]).any():
-        return None
-    thresholds = ns.flatten().to_numpy(zero_copy_only=False).reshape(len(ns), k[0])
-    counts = ops.flatten().to_numpy(zero_copy_only=False).reshape(len(ops), k[0])
-    if (thresholds != thresholds[0]).any() or np.isnan(counts.astype(np.float64)).any():
+    if (thresholds != thresholds[0]).any():
         return None
     return SlowCounts(
         thresholds_ns=tuple(int(t) for t in thresholds[0]),
         ops=rows["ops"].to_numpy().astype(np.int64),
         ops_s=rows["ops_s"].to_numpy().astype(np.float64),
-        slow_ops=counts.astype(np.int64),
+        slow_ops=counts,
     )
+
+
+def _list_matrix(column: pa.ChunkedArray) -> npt.NDArray[np.int64] | None:
+    """A list<int64> column as rows × k, or ``None`` unless every row holds the same
+    non-zero number of values (none null): what an older run or an import lacks is no data,
+    never zeros."""
+    lists = column.combine_chunks()
+    if not len(lists) or lists.null_count:
+        return None
+    k = pc.list_value_length(lists).to_numpy()
+    values = lists.flatten()
+    if not k[0] or (k != k[0]).any() or values.null_count:
+        return None
+    return values.to_numpy().astype(np.int64).reshape(len(lists), k[0])
 
 
 def _heat(
@@ -181,14 +190,9 @@ def _heat(
         return {}
     out = {}
     for name, rows in _by_workload(table.sort_by("t_s")):
-        bands = rows["heat_ops"].combine_chunks()
-        if not len(bands) or bands.null_count:
-            continue
-        n = pc.list_value_length(bands).to_numpy()
-        if not n[0] or (n != n[0]).any():
-            continue
-        counts = bands.flatten().to_numpy(zero_copy_only=False).reshape(len(bands), n[0])
-        out[name] = (rows["t_s"].to_numpy().astype(np.float64), counts.astype(np.int64))
+        counts = _list_matrix(rows["heat_ops"])
+        if counts is not None:
+            out[name] = (rows["t_s"].to_numpy().astype(np.float64), counts)
     return out
 
 

@@ -10,7 +10,6 @@ workload run more than once is plotted run by run, coloured by environment, with
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -53,6 +52,11 @@ def _svg_name(workload: str) -> str:
 MAX_CHANGE_LINES = 60
 
 
+def env_changes(points: Sequence[SeriesPoint]) -> list[int]:
+    """Where the environment changes: each n whose run's env differs from run n − 1's."""
+    return [n for n in range(1, len(points)) if points[n].env != points[n - 1].env]
+
+
 def series_plot(workload: str, points: Sequence[SeriesPoint], ylabel: str = "ops/s") -> str | None:
     """The runs of ``workload`` in time order: run number against value, coloured by env.
 
@@ -73,7 +77,7 @@ def series_plot(workload: str, points: Sequence[SeriesPoint], ylabel: str = "ops
         ys = [p.value for p in points if p.env == env]
         ax.scatter(xs, ys, s=36 if len(points) <= 100 else 10, color=f"C{i % 10}", zorder=2,
                    label=env, gid=f"env{i}")  # fmt: skip
-    changes = [n for n in range(1, len(points)) if points[n].env != points[n - 1].env]
+    changes = env_changes(points)
     if len(changes) <= MAX_CHANGE_LINES:  # past that, an interleaved series would be all lines
         for n in changes:
             ax.axvline(n + 0.5, color="0.35", ls=":", lw=1.2, zorder=0)
@@ -172,7 +176,7 @@ def _series_view(
             note = "too few runs per environment to test"
         else:
             note = f"no trend, oscillation or carry-over detected ({len(points)} runs)"
-    changes = sum(a.env != b.env for a, b in itertools.pairwise(points))
+    changes = len(env_changes(points))
     dotted = (
         "dotted lines: the environment changed"
         if changes <= MAX_CHANGE_LINES
