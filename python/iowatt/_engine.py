@@ -129,6 +129,15 @@ class Progress(TypedDict):
     measure_end_ns: int
 
 
+class LiveCounts(TypedDict):
+    ops: int  # completed so far, ramp included
+    bytes: int
+    errors: int
+    bands: list[int]  # measured operations per latency band of the edges asked for
+    count: int  # measured operations whose latency is in ``bands``
+    sum_ns: float
+
+
 class Histogram(TypedDict):
     value_ns: list[int]  # each bucket's highest value
     count: list[int]
@@ -244,6 +253,10 @@ class WorkloadRun(_EngineJob):
 
     def progress(self) -> Progress:
         return cast(Progress, self._run.progress())
+
+    def live(self, edges_ns: Sequence[int]) -> LiveCounts:
+        """What a metrics scrape reads, without stopping the run (see :class:`LiveCounts`)."""
+        return cast(LiveCounts, self._run.live(list(edges_ns)))
 
     def result(self) -> WorkloadResult:
         return cast(WorkloadResult, _engine_call(self._run.result, self.name))

@@ -90,6 +90,22 @@ impl WorkloadRun {
         Ok(d)
     }
 
+    /// What a metrics scrape reads: operations, bytes and errors so far (ramp included), and
+    /// the measured latencies by the bands of `edges_ns` with their count and sum.
+    fn live<'py>(&self, py: Python<'py>, edges_ns: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
+        let progress = self.handle.progress();
+        let s = progress.snapshot();
+        let latency = progress.latency_so_far(&edges_ns);
+        let d = PyDict::new(py);
+        d.set_item("ops", s.ops)?;
+        d.set_item("bytes", s.bytes)?;
+        d.set_item("errors", s.errors)?;
+        d.set_item("bands", latency.bands)?;
+        d.set_item("count", latency.count)?;
+        d.set_item("sum_ns", latency.sum_ns)?;
+        Ok(d)
+    }
+
     /// The output as plain Python data; raises the run's error if it could not start.
     fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let slow_ns = &self.handle.workload().slow_ns;

@@ -1,8 +1,11 @@
-//! A handle shared between the engine and whoever watches it (the Python progress bar): cheap
-//! counters the workers publish in batches, the phase, and the cancel flag.
+//! A handle shared between the engine and whoever watches it (the Python progress bar, the
+//! metrics endpoint): cheap counters the workers publish in batches, the measured latencies
+//! merged once per interval, the phase, and the cancel flag.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use iowatt_metrics::LatencyHistogram;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -60,6 +63,18 @@ struct Shared {
     /// Held runs wait, once prepared, until `release_at` (CLOCK_REALTIME ns, 0: not yet).
     held: AtomicBool,
     release_at: AtomicU64,
+    /// Every measured operation's latency so far: the workers' interval histograms, merged as
+    /// the collector receives them (once a second per worker, never per operation).
+    latency: Mutex<LatencyHistogram>,
+}
+
+/// The measured latencies so far, as a scrape wants them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencySoFar {
+    /// Operations per band of the given edges (`LatencyHistogram::counts_by_edges`).
+    pub bands: Vec<u64>,
+    pub count: u64,
+    pub sum_ns: f64,
 }
 
 #[derive(Clone, Default)]
@@ -149,6 +164,24 @@ impl Progress {
     pub(crate) fn set_window(&self, start_ns: u64, end_ns: u64) {
         self.0.measure_start_ns.store(start_ns, Relaxed);
         self.0.measure_end_ns.store(end_ns, Relaxed);
+    }
+
+    pub(crate) fn add_latency(&self, hist: &LatencyHistogram) {
+        if hist.count() > 0 {
+            let mut so_far = self.0.latency.lock().unwrap_or_else(|e| e.into_inner());
+            so_far.merge(hist);
+        }
+    }
+
+    /// The latencies measured so far, by the bands of `edges`.
+    pub fn latency_so_far(&self, edges: &[u64]) -> LatencySoFar {
+        let so_far = self.0.latency.lock().unwrap_or_else(|e| e.into_inner());
+        let count = so_far.count();
+        LatencySoFar {
+            bands: so_far.counts_by_edges(edges),
+            count,
+            sum_ns: so_far.mean() * count as f64,
+        }
     }
 
     pub(crate) fn publish(&self, ops: u64, bytes: u64, errors: u64) {

@@ -283,7 +283,10 @@ fn execute<'w, T: Send>(
             .collect();
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(msg) => collector.add(msg),
+                Ok(msg) => {
+                    progress.add_latency(&msg.accum.hist);
+                    collector.add(msg);
+                }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }

@@ -25,6 +25,7 @@ from iowatt.bench.summary import workload_summary
 from iowatt.bench.write import write_run
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, TargetError
 from iowatt.hostinfo import host_facts
+from iowatt.live.board import board
 from iowatt.store.writer import RunWriter, new_run_id
 from iowatt.target import (
     check_block_target,
@@ -48,6 +49,7 @@ def run(
     reporter = reporter or SilentReporter()
     sink = sink or WarningSink()
     run_id = new_run_id("bench")
+    board().begin(run_id, "bench", config.labels)
     writer = RunWriter(config.results, run_id)
     started_ns = time.time_ns()
     config.clock_anchor = (started_ns, time.monotonic_ns())
@@ -177,6 +179,7 @@ def _run_workload(
         engine = WorkloadRun.model(filemacro.model(wl, where))
     else:
         engine = WorkloadRun.fileio(wl.engine_spec(where, device))
+    board().watch_engine(engine, workload=wl.name)
     reporter.workload_started(wl)
 
     def on_tick() -> None:

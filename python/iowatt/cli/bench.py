@@ -16,6 +16,7 @@ from iowatt.cli.fleet_options import BenchRunner, bench_runner, fleet_options
 from iowatt.cli.hosts import show_hosts
 from iowatt.cli.progress import RichReporter
 from iowatt.cli.run_options import power_and_output
+from iowatt.cli.serve_options import served
 from iowatt.errors import ConfigError
 from iowatt.measured import measured
 from iowatt.store.runs import read_manifest, read_summary, results_dir
@@ -68,6 +69,7 @@ each, 64 MiB file) in a temporary directory.
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--destroy-data", is_flag=True, help="Allow writing over a device with data on it.")
 @power_and_output
+@served
 def bench(
     workload: str | None,
     suite: str | None,

@@ -13,6 +13,7 @@ from iowatt.campaign import Campaign, PlannedRun
 from iowatt.cli.comparison import show_comparison
 from iowatt.cli.fleet_options import FleetOptions, fleet_options
 from iowatt.cli.progress import RichReporter
+from iowatt.cli.serve_options import served
 from iowatt.errors import ConfigError
 from iowatt.fleet.hosts import Targets
 from iowatt.store.runs import read_summary, results_dir
@@ -82,6 +83,7 @@ class LineReporter:
 @click.option("--dry-run", is_flag=True, help="Print the runs in order and stop.")
 @click.option("--no-report", is_flag=True, help="Do not write the campaign's HTML report.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the final table.")
+@served
 def campaign_cmd(
     file: Path,
     targets: tuple[str, ...],

@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from iowatt.cli.serve_options import served
 from iowatt.errors import ConfigError
 from iowatt.power import record as power_record
 from iowatt.power.merge import import_logs
@@ -33,6 +34,7 @@ def power() -> None:
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json to stdout.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@served
 def record(
     sources: tuple[str, ...],
     hz: float,

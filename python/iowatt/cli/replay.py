@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from iowatt.cli.run_options import power_and_output
+from iowatt.cli.serve_options import served
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import format_duration, format_ns, format_rate, parse_labels
 
@@ -48,6 +49,7 @@ stall shows. --warmup and --cooldown (log time) are replayed but left out of the
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @power_and_output
+@served
 def replay(
     trace: Path,
     labels: tuple[str, ...],

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from iowatt.cli.serve_options import served
 from iowatt.power.sources import SOURCE_HELP
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.sweep.plan import DRIVERS, Request, plan
@@ -142,6 +143,7 @@ class LineReporter:
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json to stdout.")
+@served
 def sweep(
     labels: tuple[str, ...],
     results: Path | None,

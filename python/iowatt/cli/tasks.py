@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from iowatt.cli.cells import cell, pct_cell
+from iowatt.cli.serve_options import served
 from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
 from iowatt.store.runs import results_dir
 from iowatt.units import format_duration, parse_labels
@@ -67,6 +68,7 @@ skips the runs already done and finishes an interrupted one (finished tasks are 
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="One object per run, as JSON.")
+@served
 def tasks(
     set_ref: str,
     labels: tuple[str, ...],

@@ -18,6 +18,7 @@ from typing import Any
 from iowatt import __version__
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.hostinfo import host_facts
+from iowatt.live.board import board
 from iowatt.power.recording import DRAIN_S, PowerData, Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.power.summary import Window, summarize, warnings
@@ -64,6 +65,7 @@ def record(
     rec = Recording(config.sources, config.hz)
     config.results.mkdir(parents=True, exist_ok=True)
     writer = RunWriter(config.results, new_run_id("power"))
+    board().begin(writer.run_id, "power")
     started_ns = time.time_ns()
     t0 = time.monotonic_ns()
     rec.start()

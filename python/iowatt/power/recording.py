@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from iowatt._engine import PowerSampler
+from iowatt.live.board import board
 from iowatt.power import meter_map
 from iowatt.power.energy import Series, counter_series, power_series
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec, recorder_config
@@ -65,6 +66,7 @@ class Recording:
         returns what it moved: ``mono_ns``, ``channel`` and ``value`` lists, and ``events``."""
         chunk = self._rec.drain()
         self._chunks.append(chunk)
+        board().readings(self.channels, chunk)
         return chunk
 
     def halt(self) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from iowatt.bench.summary import workload_summary
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, SafetyStop
 from iowatt.hostinfo import host_facts, target_facts
 from iowatt.interrupts import held
+from iowatt.live.board import board
 from iowatt.power.recording import Recording
 from iowatt.power.sources import SourceSpec
 from iowatt.store.writer import RunWriter, new_run_id
@@ -73,6 +74,7 @@ def _run(
     config: SweepConfig, reporter: Reporter, sink: WarningSink, hosts: fleet.Hosts | None
 ) -> Path:
     run_id = new_run_id("sweep")
+    board().begin(run_id, "sweep", config.labels)
     sources = _sources(config)
     rec = Recording(sources, config.sensor_hz) if sources else None
     t0 = time.monotonic_ns()
@@ -212,6 +214,8 @@ def _steps(
             reporter.step_started(pass_no, step, total, text)
             _check(monitor)
             journal.event("stimulus", text)
+            shown = value / 100 if config.stimulus.kind == "fan" else value  # duty as a ratio
+            board().set_stimulus(config.stimulus.kind, shown, done, total)
             config.driver.apply(value)
             results = _generate(
                 config, config.disks, config.settle_s, config.hold_s, monitor, hosts
@@ -256,6 +260,8 @@ def _generate(
             WorkloadRun.fileio(config.workload(d, settle_s, hold_s).engine_spec(d.target, d.device))
             for d in disks
         ]
+        for r in runs:
+            board().watch_engine(r, workload=r.name)
         drive(runs, stop=tripped)
         results = [r.result() for r in runs]
     if monitor is not None:

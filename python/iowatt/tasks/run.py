@@ -28,6 +28,7 @@ import numpy as np
 
 from iowatt import pagecache
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
+from iowatt.live.board import board
 from iowatt.tasks import data
 from iowatt.tasks.execute import run_task
 from iowatt.tasks.figures import interval_energy, makespan_s, modelled_watts
@@ -168,6 +169,7 @@ def _run(
     done = {r["index"] for r in live.records}
     todo = [i for i in range(len(spec.taskset.tasks)) if i not in done]
     writer = RunWriter(plan.results, new_run_id("tasks"))
+    board().begin(writer.run_id, "tasks", plan.labels)
     started_ns = time.time_ns()
     failure: IowattError | None = None
     try:
@@ -312,6 +314,9 @@ def _measure(
             in_flight -= 1
             records.append(rec)
             progress.task_done(rec)
+            took_s = (rec["end_ns"] - rec["start_ns"]) / 1e9
+            failed = rec["status"] != "ok"
+            board().count(took_s, rec["bytes_read"], failed, workload=rec["type"])
             feed()
     except KeyboardInterrupt:
         interrupted = True

@@ -135,3 +135,37 @@ fn light(mut cfg: FileIo) -> FileIo {
     cfg.rate = Some(2000.0);
     cfg
 }
+
+#[test]
+fn the_latencies_so_far_hold_every_stored_interval_by_band() {
+    let _alone = exclusive();
+    let dir = TempDir::new("latency-so-far");
+    let mut cfg = light(fileio("randomread", &dir));
+    cfg.runtime_ns = 1_500_000_000;
+    let run = RunHandle::new(cfg.build().unwrap());
+    let edges = [10_000, 100_000, 1_000_000];
+    assert_eq!(run.progress().latency_so_far(&edges).count, 0);
+    assert!(run.start());
+    while !run.wait(Duration::from_millis(20)) {}
+    let so_far = run.progress().latency_so_far(&edges);
+    assert_eq!(so_far.bands.iter().sum::<u64>(), so_far.count);
+    let (stored, ops, last_interval) = run
+        .with_outcome(|o| {
+            let out = o.as_ref().unwrap();
+            let mut hist = iowatt_metrics::LatencyHistogram::new();
+            for f in &out.flowops {
+                hist.merge(&f.hist);
+            }
+            let last = out.intervals.iter().map(|r| r.ops).max().unwrap_or(0);
+            (hist.counts_by_edges(&edges), out.ops(), last)
+        })
+        .unwrap();
+    assert!(ops > 0);
+    // The scrape sees every measured operation; it may also hold those completing after the
+    // window closed, which the stored run drops (at most an interval's worth).
+    for (live, kept) in so_far.bands.iter().zip(&stored) {
+        assert!(live >= kept, "{:?} < {:?}", so_far.bands, stored);
+    }
+    assert!(so_far.count <= ops + last_interval);
+    assert!(so_far.sum_ns > 0.0);
+}

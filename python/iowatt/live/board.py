@@ -1,0 +1,208 @@
+"""What a running verb publishes for the live view: a board the verbs write to as they go and a
+scrape reads whole (:meth:`Board.snapshot`).
+
+Workload counters are read from the engines themselves on each snapshot — nothing is copied per
+operation. A workload name that runs again (the next step of a sweep, the next run of a campaign)
+carries on from where the last one ended, so every counter only grows and a ``rate()`` spans
+steps and runs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from iowatt._engine import LiveCounts
+from iowatt.histogram import HEAT_EDGES_NS
+
+
+@dataclass
+class Counts:
+    """One series' totals so far: operations, bytes, errors, and latencies by heatmap band."""
+
+    ops: int = 0
+    bytes: int = 0
+    errors: int = 0
+    bands: list[int] = field(default_factory=lambda: [0] * (len(HEAT_EDGES_NS) + 1))
+    latency_sum_s: float = 0.0
+
+    @classmethod
+    def of(cls, live: LiveCounts) -> Counts:
+        bands = live["bands"] or [0] * (len(HEAT_EDGES_NS) + 1)
+        return cls(live["ops"], live["bytes"], live["errors"], list(bands), live["sum_ns"] / 1e9)
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(
+            self.ops + other.ops,
+            self.bytes + other.bytes,
+            self.errors + other.errors,
+            [a + b for a, b in zip(self.bands, other.bands, strict=True)],
+            self.latency_sum_s + other.latency_sum_s,
+        )
+
+    @property
+    def measured(self) -> int:
+        """Operations whose latency is in the bands (the measured phase's)."""
+        return sum(self.bands)
+
+
+# A series' labels, e.g. (("workload", "randomread"),); sorted, so equal label sets match.
+Labels = tuple[tuple[str, str], ...]
+Reader = Callable[[], Counts]
+
+
+def labels_of(labels: Mapping[str, str]) -> Labels:
+    return tuple(sorted(labels.items()))
+
+
+@dataclass
+class Snapshot:
+    """Everything the live view shows at one instant; also what a scrape of an endpoint or a
+    stored run's second is read back into (:mod:`iowatt.live.feed`)."""
+
+    t_s: float  # seconds since the run began
+    run: dict[str, str] = field(default_factory=dict)  # run_id, kind, and the run's labels
+    started_s: float | None = None  # the run's start, Unix seconds
+    ended: bool = False
+    series: dict[Labels, Counts] = field(default_factory=dict)
+    joules: dict[str, float] = field(default_factory=dict)  # per power channel
+    watts: dict[str, float] = field(default_factory=dict)
+    fan_duty: dict[str, float] = field(default_factory=dict)  # 0..1
+    fan_rpm: dict[str, float] = field(default_factory=dict)
+    celsius: dict[str, float] = field(default_factory=dict)
+    # A sweep's stimulus by kind, in its metric's unit: "fan" 0..1, "amplitude" g RMS, …
+    stimulus: dict[str, float] = field(default_factory=dict)
+    step: tuple[int, int] | None = None  # (step done or under way, 1-based; of how many)
+
+
+class Board:
+    """The live state of one iowatt process; thread-safe (verbs write, the endpoint reads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._t0 = time.monotonic()
+        self._done: dict[Labels, Counts] = {}
+        self._running: dict[Labels, Reader] = {}
+        self._state = Snapshot(0.0)
+        self._last_energy: dict[str, tuple[int, float]] = {}
+
+    def begin(self, run_id: str, kind: str, labels: Mapping[str, str] | None = None) -> None:
+        """A run starts (a campaign begins one per repeat): the run's info changes, the
+        counters carry on."""
+        with self._lock:
+            self._state.run = {"run_id": run_id, "kind": kind, **(labels or {})}
+            self._state.started_s = time.time()
+            self._state.ended = False
+
+    def end(self) -> None:
+        with self._lock:
+            self._state.ended = True
+
+    def watch(self, read: Reader, **labels: str) -> None:
+        """A series starts: ``read`` gives its totals so far on every snapshot. A series of the
+        same labels that ran before is folded in first, so its counters keep growing."""
+        key = labels_of(labels)
+        with self._lock:
+            if key in self._running:
+                self._done[key] = self._done.get(key, Counts()) + self._running[key]()
+            self._running[key] = read
+
+    def watch_engine(self, engine: Any, **labels: str) -> None:
+        """A workload engine (``_engine.WorkloadRun``) as a series."""
+        self.watch(lambda: Counts.of(engine.live(HEAT_EDGES_NS)), **labels)
+
+    def count(self, latency_s: float, nbytes: int = 0, failed: bool = False, **labels: str) -> None:
+        """One operation ended (a task of ``tasks run``), pushed rather than read."""
+        key = labels_of(labels)
+        one = Counts(1, nbytes, int(failed), latency_sum_s=latency_s)
+        one.bands[bisect.bisect_left(HEAT_EDGES_NS, round(latency_s * 1e9))] = 1
+        with self._lock:
+            self._done[key] = self._done.get(key, Counts()) + one
+
+    def set_stimulus(self, name: str, value: float, step: int, steps: int) -> None:
+        with self._lock:
+            self._state.stimulus = {name: value}
+            self._state.step = (step, steps)
+
+    def readings(self, channels: Sequence[Mapping[str, Any]], chunk: Mapping[str, Any]) -> None:
+        """Samples from a power recording's drain (``mono_ns``, ``channel``, ``value``):
+        watts and joules per power channel, fan speeds, temperatures."""
+        with self._lock:
+            s = self._state
+            for t, i, v in zip(chunk["mono_ns"], chunk["channel"], chunk["value"], strict=True):
+                c = channels[i]
+                name, unit = f"{c['source']}/{c['channel']}", c["unit"]
+                if unit == "W":
+                    s.watts[name] = v
+                    self._integrate(name, t, v)
+                elif unit == "J":
+                    self._count_energy(name, t, v)
+                elif unit == "RPM":
+                    s.fan_rpm[name] = v
+                elif unit == "C":
+                    s.celsius[name] = v
+
+    def set_fan_duty(self, fan: str, ratio: float) -> None:
+        with self._lock:
+            self._state.fan_duty[fan] = ratio
+
+    def _integrate(self, name: str, t_ns: int, watts: float) -> None:
+        # Watts held since the last sample (left rectangle), as the power summary integrates.
+        last = self._last_energy.get(name)
+        if last is not None and t_ns > last[0]:
+            joules = last[1] * (t_ns - last[0]) / 1e9
+            self._state.joules[name] = self._state.joules.get(name, 0.0) + joules
+        self._state.joules.setdefault(name, 0.0)
+        self._last_energy[name] = (t_ns, watts)
+
+    def _count_energy(self, name: str, t_ns: int, counter: float) -> None:
+        # An energy counter (RAPL): joules are its increase; a wrap or reset adds nothing.
+        last = self._last_energy.get(name)
+        s = self._state
+        s.joules.setdefault(name, 0.0)
+        if last is not None and t_ns > last[0] and counter >= last[1]:
+            s.joules[name] += counter - last[1]
+            s.watts[name] = (counter - last[1]) / ((t_ns - last[0]) / 1e9)
+        self._last_energy[name] = (t_ns, counter)
+
+    def snapshot(self) -> Snapshot:
+        """The board now, each running series read from its engine."""
+        with self._lock:
+            s = self._state
+            series = dict(self._done)
+            for key, read in self._running.items():
+                series[key] = series.get(key, Counts()) + read()
+            return Snapshot(
+                t_s=time.monotonic() - self._t0,
+                run=dict(s.run),
+                started_s=s.started_s,
+                ended=s.ended,
+                series=series,
+                joules=dict(s.joules),
+                watts=dict(s.watts),
+                fan_duty=dict(s.fan_duty),
+                fan_rpm=dict(s.fan_rpm),
+                celsius=dict(s.celsius),
+                stimulus=dict(s.stimulus),
+                step=s.step,
+            )
+
+
+_current = Board()
+
+
+def board() -> Board:
+    """This process's board: the one every verb publishes to and ``--serve`` serves."""
+    return _current
+
+
+def fresh_board() -> Board:
+    """Starts a new board for the command being served (a test runs many commands in one
+    process; each serves only its own)."""
+    global _current
+    _current = Board()
+    return _current
