@@ -27,6 +27,7 @@ VERBS = {
     "compare": "compare:compare_cmd",
     "energy": "energy:energy",
     "import": "imports:import_cmd",
+    "live": "live:live",
     "power": "power:power",
     "replay": "replay:replay",
     "report": "report:report",

@@ -117,11 +117,15 @@ class Board:
 
     def count(self, latency_s: float, nbytes: int = 0, failed: bool = False, **labels: str) -> None:
         """One operation ended (a task of ``tasks run``), pushed rather than read."""
-        key = labels_of(labels)
         one = Counts(1, nbytes, int(failed), latency_sum_s=latency_s)
         one.bands[bisect.bisect_left(HEAT_EDGES_NS, round(latency_s * 1e9))] = 1
+        self.add(one, **labels)
+
+    def add(self, counts: Counts, **labels: str) -> None:
+        """Operations that ended, pushed rather than read (tasks; a stored run replayed)."""
+        key = labels_of(labels)
         with self._lock:
-            self._done[key] = self._done.get(key, Counts()) + one
+            self._done[key] = self._done.get(key, Counts()) + counts
 
     def set_stimulus(self, name: str, value: float, step: int, steps: int) -> None:
         with self._lock:

@@ -1,0 +1,158 @@
+"""What the live dashboard shows, computed from consecutive snapshots — kept apart from the
+terminal so it is tested without one: per-second rates by a chosen breakdown, the latency
+heatmap's columns, power, fans and the stimulus, and the events a user should notice.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from iowatt.histogram import DEFAULT_SLOW_NS, HEAT_EDGES_NS
+from iowatt.live.board import Counts, Labels, Snapshot
+from iowatt.units import format_ns
+
+# Bands above this edge are "slow" (the study's 100 ms).
+SLOW_BAND = HEAT_EDGES_NS.index(DEFAULT_SLOW_NS[0]) + 1
+SLOW_TEXT = format_ns(DEFAULT_SLOW_NS[0])
+ALL = "all"
+HISTORY_S = 600
+
+
+@dataclass
+class Row:
+    """One group of the breakdown over the last second."""
+
+    name: str
+    ops_s: float
+    mib_s: float
+    slow_share: float | None  # of the measured operations; None when none were measured
+    errors: int  # in the last second
+    total_ops: int
+
+
+@dataclass
+class View:
+    """The dashboard's state: the snapshots seen, the breakdown, and what to draw."""
+
+    breakdown: str = "workload"
+    group: str = ALL  # whose heatmap is drawn
+    last: Snapshot | None = None
+    before: Snapshot | None = None
+    # per second: each series' operations per heatmap band
+    seconds: deque[dict[Labels, list[int]]] = field(default_factory=lambda: deque(maxlen=HISTORY_S))
+    events: deque[str] = field(default_factory=lambda: deque(maxlen=200))
+    slowing: set[Labels] = field(default_factory=set)  # series with slow operations lately
+
+    def breakdowns(self) -> list[str]:
+        """The labels series carry (workload, disk, flowop, host …), in a stable order."""
+        if self.last is None:
+            return [self.breakdown]
+        names = {name for key in self.last.series for name, _ in key}
+        return sorted(names) or [self.breakdown]
+
+    def groups(self) -> list[str]:
+        return [ALL, *sorted(_grouped(self.last, self.breakdown))] if self.last else [ALL]
+
+    def next_breakdown(self) -> None:
+        options = self.breakdowns()
+        i = options.index(self.breakdown) if self.breakdown in options else -1
+        self.breakdown = options[(i + 1) % len(options)]
+        self.group = ALL
+
+    def next_group(self, step: int = 1) -> None:
+        options = self.groups()
+        i = options.index(self.group) if self.group in options else 0
+        self.group = options[(i + step) % len(options)]
+
+    def add(self, now: Snapshot) -> None:
+        """The next snapshot: events, and a heatmap column of the time since the last one."""
+        before, self.before, self.last = self.last, self.last, now
+        if before is None or now.run.get("run_id") != before.run.get("run_id"):
+            self._event(now, f"run {now.run.get('run_id', '?')} ({now.run.get('kind', '?')})")
+        if before is None:
+            return
+        deltas = {key: _minus(c, before.series.get(key, Counts())) for key, c in now.series.items()}
+        for key, d in deltas.items():
+            name = ", ".join(v for _, v in key)
+            if key not in before.series:
+                self._event(now, f"{name} started")
+            if d.errors:
+                self._event(now, f"{name}: {d.errors:,} errors")
+            # Said when slow operations start and when they stop, not every second.
+            slow = sum(d.bands[SLOW_BAND:])
+            if slow and key not in self.slowing:
+                self._event(now, f"{name}: operations above {SLOW_TEXT} ({slow:,} this second)")
+                self.slowing.add(key)
+            elif not slow and key in self.slowing and d.measured:
+                self._event(now, f"{name}: none above {SLOW_TEXT} again")
+                self.slowing.discard(key)
+        self.seconds.append({key: d.bands for key, d in deltas.items()})
+        if now.step != before.step and now.step is not None:
+            stimulus = ", ".join(f"{k} {v:g}" for k, v in now.stimulus.items())
+            self._event(now, f"step {now.step[0]}/{now.step[1]}: {stimulus}")
+        if now.ended and not before.ended:
+            self._event(now, "run ended")
+
+    def rows(self) -> list[Row]:
+        """The last second (since the snapshot before) by the current breakdown."""
+        if self.before is None or self.last is None:
+            return []
+        dt = max(self.last.t_s - self.before.t_s, 1e-9)
+        was = _grouped(self.before, self.breakdown)
+        out = []
+        for name, c in sorted(_grouped(self.last, self.breakdown).items()):
+            d = _minus(c, was.get(name, Counts()))
+            slow = sum(d.bands[SLOW_BAND:])
+            out.append(
+                Row(name, d.ops / dt, d.bytes / dt / 2**20,
+                    slow / d.measured if d.measured else None, d.errors, c.ops)
+            )  # fmt: skip
+        return out
+
+    def columns(self) -> list[list[int]]:
+        """The heatmap of the chosen group (or all) under the current breakdown, a column per
+        second."""
+        out = []
+        for second in self.seconds:
+            column = [0] * (len(HEAT_EDGES_NS) + 1)
+            for key, bands in second.items():
+                if self.group in (ALL, dict(key).get(self.breakdown)):
+                    column = [a + b for a, b in zip(column, bands, strict=True)]
+            out.append(column)
+        return out
+
+    def _event(self, s: Snapshot, text: str) -> None:
+        self.events.append(f"{_clock(s.t_s)} {text}")
+
+
+def _clock(t_s: float) -> str:
+    t = max(0, int(t_s))
+    return f"{t // 3600:d}:{t // 60 % 60:02d}:{t % 60:02d}"
+
+
+def _grouped(s: Snapshot | None, label: str) -> dict[str, Counts]:
+    out: dict[str, Counts] = {}
+    for key, c in s.series.items() if s else ():
+        name = dict(key).get(label, "")
+        out[name] = out.get(name, Counts()) + c
+    return out
+
+
+def _sum(counts: Iterable[Counts]) -> Counts:
+    total = Counts()
+    for c in counts:
+        total = total + c
+    return total
+
+
+def _minus(a: Counts, b: Counts) -> Counts:
+    # A counter that went back (a new process on the same port) starts over from zero.
+    if a.ops < b.ops:
+        return a
+    return Counts(
+        a.ops - b.ops, a.bytes - b.bytes, a.errors - b.errors,
+        [max(0, x - y) for x, y in zip(a.bands, b.bands, strict=True)],
+        a.latency_sum_s - b.latency_sum_s,
+    )  # fmt: skip
