@@ -198,7 +198,7 @@ def test_the_dashboard_fits_80_by_24_and_its_keys_switch_the_breakdown_and_pause
                 app.advance()
             await pilot.pause()
             text = screen(app)
-            assert "sweep r1" in text and "step 2/2" in text and "fan 0.9" in text
+            assert "r1 · 39 s · step 2/2" in text and "fan 0.9" in text
             assert "ipmi/PSU1 220.0 W" in text and "ipmi/FAN1 12,000 rpm" in text
             assert re.search(r"seqwrite\s+3,500\s", text), text
             assert "operations above 100 ms" in text
@@ -206,7 +206,7 @@ def test_the_dashboard_fits_80_by_24_and_its_keys_switch_the_breakdown_and_pause
             text = screen(app)
             assert re.search(r"host\s+ops/s", text) and re.search(r"\sb\s+1,500\s", text)
             await pilot.press("n", "n")
-            assert "heatmap: b" in screen(app)
+            assert "heatmap of b" in screen(app) and "▸b" in screen(app)
             await pilot.press("space")
             app.advance()  # paused: the last second is not read
             assert "PAUSED" in screen(app) and next(seconds, None) is not None
@@ -270,7 +270,7 @@ def test_live_in_tmux_watches_a_running_bench(tmp_path: Path) -> None:
         wait_for(lambda: re.search(r"randomread\s+[1-9][\d,]*\s", pane()) is not None,
                  what="a throughput row in the pane", timeout_s=30)  # fmt: skip
         shown = pane()
-        assert "bench " in shown and "≤" in shown, shown  # the status line and the heatmap
+        assert "-bench-" in shown and "≤" in shown, shown  # the status line and the heatmap
         assert max(len(line) for line in shown.splitlines()) <= 80
         subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
         wait_for(lambda: subprocess.run(["tmux", "has-session", "-t", session],

@@ -19,7 +19,7 @@ from textual.widgets import Footer, Static
 from iowatt.histogram import HEAT_EDGES_NS, HEAT_PALETTE, heat_level
 from iowatt.live.board import Snapshot
 from iowatt.live.feed import EndpointGone, Source
-from iowatt.live.view import View
+from iowatt.live.view import ALL, View
 from iowatt.units import format_ns, format_rate
 
 AXIS = 8  # the heatmap's label column
@@ -155,11 +155,13 @@ class Dashboard(App[None]):
         s = self.view.last
         if s is None:
             return Text("waiting for the first scrape")
-        parts = [f"{s.run.get('kind', '?')} {s.run.get('run_id', '?')}", f"{s.t_s:,.0f} s"]
+        # The run id names its kind (20261126-171924-sweep-235a81); 80 columns are few.
+        parts = [s.run.get("run_id", "?"), f"{s.t_s:,.0f} s"]
         if s.step is not None:
             parts.append(f"step {s.step[0]}/{s.step[1]}")
         parts += [f"{kind} {v:g}" for kind, v in s.stimulus.items()]
-        parts.append(f"heatmap: {self.view.group}")
+        if self.view.group != ALL:
+            parts.append(f"heatmap of {self.view.group}")
         if self.paused:
             parts.append("PAUSED")
         elif s.ended:
