@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
 from support.nginx import access_lines, free_port, nginx
@@ -340,3 +341,31 @@ def test_a_replay_run_is_a_trace_the_raid_simulator_serves(capsys, tmp_path, sit
     assert "Web trace replay" in html and "RAID simulation of the trace" in html
     assert html.index("Web trace replay") < html.index("RAID simulation of the trace")
     assert 'data-table="personalities"' in html
+
+
+def test_a_served_replay_counts_its_requests_and_their_completion_times(capsys, tmp_path, site):
+    results, metrics = tmp_path / "results", tmp_path / "metrics"
+    metrics.mkdir()
+    with nginx(site["www"], tmp_path / "nginx") as url:
+        r = iowatt(capsys, "replay", site["log"], "--target", url, "--speedup", "600",
+                   "--textfile", metrics, "--results", results, "--no-report", "-q")  # fmt: skip
+    assert r.code == 0, r.err
+    (run,) = runs_in(results)
+    rows = _requests(run)
+    samples = {
+        (s.name, s.labels.get("le")): s.value
+        for family in text_string_to_metric_families((metrics / "iowatt.prom").read_text())
+        for s in family.samples
+        if s.labels.get("workload") == "requests"
+    }
+    answered = [row for row in rows if row["error"] is None]
+    assert samples[("iowatt_io_operations_total", None)] == len(rows)
+    assert samples[("iowatt_io_latency_seconds_count", None)] == len(answered)
+    # The slowest answer falls in the first bucket that holds every request.
+    slowest = max(row["done_ns"] - row["sent_ns"] for row in answered) / 1e9
+    buckets = sorted(
+        (float(le), n) for (name, le), n in samples.items() if name.endswith("_bucket")
+    )
+    first_full = next(le for le, n in buckets if n == len(answered))
+    below = [le for le, _ in buckets if le < first_full]
+    assert slowest <= first_full and (not below or slowest > below[-1] * 0.99)

@@ -211,7 +211,17 @@ class _EngineJob:
         return self._run.wait(timeout_s)
 
 
-class WorkloadRun(_EngineJob):
+class _Counted(_EngineJob):
+    """An engine that counts operations (the workload engine; the replayer's requests)."""
+
+    _run: _core.WorkloadRun | _core.Replay
+
+    def live(self, edges_ns: Sequence[int]) -> LiveCounts:
+        """What a metrics scrape reads, without stopping the run (see :class:`LiveCounts`)."""
+        return cast(LiveCounts, self._run.live(list(edges_ns)))
+
+
+class WorkloadRun(_Counted):
     """One workload on the engine: build it, :func:`drive` it, then read its result."""
 
     _run: _core.WorkloadRun
@@ -253,10 +263,6 @@ class WorkloadRun(_EngineJob):
 
     def progress(self) -> Progress:
         return cast(Progress, self._run.progress())
-
-    def live(self, edges_ns: Sequence[int]) -> LiveCounts:
-        """What a metrics scrape reads, without stopping the run (see :class:`LiveCounts`)."""
-        return cast(LiveCounts, self._run.live(list(edges_ns)))
 
     def result(self) -> WorkloadResult:
         return cast(WorkloadResult, _engine_call(self._run.result, self.name))
@@ -428,7 +434,7 @@ class ReplayResult(TypedDict):
     histograms: dict[str, Histogram]
 
 
-class Replay(_EngineJob):
+class Replay(_Counted):
     """A web trace replayed against a server (``crates/iowatt-replay``): the plan's columns
     as little-endian buffers (see ``iowatt.replay.plan``), checked when built, then
     :func:`drive` it and read its result."""

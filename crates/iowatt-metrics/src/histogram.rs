@@ -41,6 +41,15 @@ impl std::fmt::Debug for LatencyHistogram {
     }
 }
 
+/// Latencies by band, as a live metrics scrape reads them ([`LatencyHistogram::so_far`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencySoFar {
+    /// Operations per band of the edges asked for ([`LatencyHistogram::counts_by_edges`]).
+    pub bands: Vec<u64>,
+    pub count: u64,
+    pub sum_ns: f64,
+}
+
 impl LatencyHistogram {
     pub fn new() -> Self {
         Self {
@@ -153,6 +162,17 @@ impl LatencyHistogram {
             out[edges.partition_point(|&e| e < b.value_ns)] += b.count;
         }
         out
+    }
+
+    /// The latencies by the bands of `edges`, with their count and sum: what a metrics scrape
+    /// reads.
+    pub fn so_far(&self, edges: &[u64]) -> LatencySoFar {
+        let count = self.count();
+        LatencySoFar {
+            bands: self.counts_by_edges(edges),
+            count,
+            sum_ns: self.mean() * count as f64,
+        }
     }
 
     /// The non-empty buckets in increasing order of value.

@@ -12,7 +12,7 @@ pub mod rng;
 pub mod units;
 
 pub use clock::{now_ns, realtime_ns};
-pub use histogram::{Bucket, LatencyHistogram};
+pub use histogram::{Bucket, LatencyHistogram, LatencySoFar};
 pub use interval::{IntervalAccum, IntervalRow};
 pub use job::Job;
 pub use rng::Rng;

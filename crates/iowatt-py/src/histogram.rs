@@ -1,7 +1,7 @@
 //! A latency histogram as Python sees it: its buckets and the exact figures the engine keeps
 //! beside them (every engine's results use this one shape).
 
-use iowatt_metrics::LatencyHistogram;
+use iowatt_metrics::{LatencyHistogram, LatencySoFar};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -18,5 +18,22 @@ pub fn hist_dict<'py>(py: Python<'py>, h: &LatencyHistogram) -> PyResult<Bound<'
     d.set_item("mean_ns", h.mean())?;
     d.set_item("stdev_ns", h.stdev())?;
     d.set_item("saturated", h.saturated())?;
+    Ok(d)
+}
+
+/// What a metrics scrape reads from a running engine: operations, bytes and errors so far and
+/// the latencies by band (`_engine.LiveCounts`; one shape for every engine).
+pub fn live_dict<'py>(
+    py: Python<'py>,
+    (ops, bytes, errors): (u64, u64, u64),
+    latency: LatencySoFar,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("ops", ops)?;
+    d.set_item("bytes", bytes)?;
+    d.set_item("errors", errors)?;
+    d.set_item("bands", latency.bands)?;
+    d.set_item("count", latency.count)?;
+    d.set_item("sum_ns", latency.sum_ns)?;
     Ok(d)
 }

@@ -11,7 +11,7 @@ use pyo3::types::PyDict;
 
 use crate::columns::{column_bytes, values};
 use crate::errors::raise;
-use crate::histogram::hist_dict;
+use crate::histogram::{hist_dict, live_dict};
 use crate::job::{not_ended, started, wait_detached};
 
 fn from_replay(py: Python<'_>, e: &ReplayError) -> PyErr {
@@ -131,6 +131,15 @@ impl Replay {
         d.set_item("max_lateness_ns", p.max_lateness_ns)?;
         d.set_item("total", self.handle.plan().len())?;
         Ok(d)
+    }
+
+    /// What a metrics scrape reads: requests ended (operations), body bytes, failures, and
+    /// the answered requests' completion times by the bands of `edges_ns`.
+    fn live<'py>(&self, py: Python<'py>, edges_ns: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
+        let progress = self.handle.progress();
+        let p = progress.snapshot();
+        let latency = progress.latency_so_far(&edges_ns);
+        live_dict(py, (p.completed, p.bytes, p.failed), latency)
     }
 
     /// Status, the schedule's zero on CLOCK_MONOTONIC, every request's record as column

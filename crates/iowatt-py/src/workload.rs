@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::{from_workload, raise};
-use crate::histogram::hist_dict;
+use crate::histogram::{hist_dict, live_dict};
 use crate::job::{not_ended, started, wait_detached};
 
 #[pyclass(module = "iowatt._core")]
@@ -96,14 +96,7 @@ impl WorkloadRun {
         let progress = self.handle.progress();
         let s = progress.snapshot();
         let latency = progress.latency_so_far(&edges_ns);
-        let d = PyDict::new(py);
-        d.set_item("ops", s.ops)?;
-        d.set_item("bytes", s.bytes)?;
-        d.set_item("errors", s.errors)?;
-        d.set_item("bands", latency.bands)?;
-        d.set_item("count", latency.count)?;
-        d.set_item("sum_ns", latency.sum_ns)?;
-        Ok(d)
+        live_dict(py, (s.ops, s.bytes, s.errors), latency)
     }
 
     /// The output as plain Python data; raises the run's error if it could not start.

@@ -2,7 +2,9 @@
 //! relaxed atomics the scheduler and requests bump, read from another thread).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use iowatt_metrics::{LatencyHistogram, LatencySoFar};
 
 use tokio::sync::Notify;
 
@@ -18,6 +20,8 @@ struct Counters {
     cancelled: AtomicBool,
     /// Wakes the replay's waits when it is cancelled (from any thread, runtime or not).
     cancel: Notify,
+    /// Completion times of the requests answered so far (for a metrics scrape).
+    latency: Mutex<LatencyHistogram>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -73,14 +77,28 @@ impl Progress {
         c.max_lateness_ns.fetch_max(lateness_ns, Relaxed);
     }
 
-    pub(crate) fn ended(&self, bytes: u64, failed: bool) {
+    /// A request ended: answered after `took_ns`, or failed (`None`).
+    pub(crate) fn ended(&self, bytes: u64, took_ns: Option<u64>) {
         let c = &self.0;
         c.open.fetch_sub(1, Relaxed);
         c.completed.fetch_add(1, Relaxed);
         c.bytes.fetch_add(bytes, Relaxed);
-        if failed {
-            c.failed.fetch_add(1, Relaxed);
+        match took_ns {
+            Some(ns) => c
+                .latency
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(ns),
+            None => {
+                c.failed.fetch_add(1, Relaxed);
+            }
         }
+    }
+
+    /// The answered requests' completion times so far, by the bands of `edges`.
+    pub fn latency_so_far(&self, edges: &[u64]) -> LatencySoFar {
+        let latency = self.0.latency.lock().unwrap_or_else(|e| e.into_inner());
+        latency.so_far(edges)
     }
 
     pub fn snapshot(&self) -> ProgressSnapshot {

@@ -280,7 +280,6 @@ async fn one(shared: Arc<Shared>, i: usize, _permit: Option<OwnedSemaphorePermit
         reached.bytes,
         error,
     );
-    shared
-        .progress
-        .ended(reached.bytes, error != ErrorKind::None);
+    let took = (error == ErrorKind::None).then(|| done.saturating_sub(sent));
+    shared.progress.ended(reached.bytes, took);
 }

@@ -31,7 +31,7 @@ pub use error::WorkloadError;
 pub use handle::{Outcome, RunHandle};
 pub use output::{FlowopOutput, Output, Status};
 pub use personality::FileIo;
-pub use progress::{LatencySoFar, Phase, Progress, ProgressSnapshot};
+pub use progress::{Phase, Progress, ProgressSnapshot};
 pub use run::{run, validate};
 pub use spec::{
     Engine, FileSpec, FilesetSpec, Flowop, OpKind, Quit, SizeDist, ThreadSpec, Workload,

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-use iowatt_metrics::LatencyHistogram;
+use iowatt_metrics::{LatencyHistogram, LatencySoFar};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -66,15 +66,6 @@ struct Shared {
     /// Every measured operation's latency so far: the workers' interval histograms, merged as
     /// the collector receives them (once a second per worker, never per operation).
     latency: Mutex<LatencyHistogram>,
-}
-
-/// The measured latencies so far, as a scrape wants them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LatencySoFar {
-    /// Operations per band of the given edges (`LatencyHistogram::counts_by_edges`).
-    pub bands: Vec<u64>,
-    pub count: u64,
-    pub sum_ns: f64,
 }
 
 #[derive(Clone, Default)]
@@ -176,12 +167,7 @@ impl Progress {
     /// The latencies measured so far, by the bands of `edges`.
     pub fn latency_so_far(&self, edges: &[u64]) -> LatencySoFar {
         let so_far = self.0.latency.lock().unwrap_or_else(|e| e.into_inner());
-        let count = so_far.count();
-        LatencySoFar {
-            bands: so_far.counts_by_edges(edges),
-            count,
-            sum_ns: so_far.mean() * count as f64,
-        }
+        so_far.so_far(edges)
     }
 
     pub(crate) fn publish(&self, ops: u64, bytes: u64, errors: u64) {

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from iowatt._engine import Replay, ReplayProgress, ReplayResult, drive
 from iowatt.errors import IowattError, RunInterrupted, TargetError
-from iowatt.live.board import Counts, board
+from iowatt.live.board import board
 from iowatt.power.record import write_power_files
 from iowatt.power.session import PowerSession
 from iowatt.power.summary import Window, summarize
@@ -48,7 +48,7 @@ def run(
     )  # fmt: skip
     writer = RunWriter(config.results, new_run_id("replay"))
     board().begin(writer.run_id, "replay", config.labels)
-    board().watch(lambda: _counts(engine.progress()), workload="requests")
+    board().watch_engine(engine, workload="requests")
     started_ns = time.time_ns()
     config.clock_anchor = (started_ns, time.monotonic_ns())
     power = PowerSession(config.power, config.power_hz, config.idle_s, config.clock_anchor)
@@ -130,8 +130,3 @@ def _write(
         write_report([run_dir], run_dir / "report.html")
     return run_dir
 
-
-def _counts(p: ReplayProgress) -> Counts:
-    """The replay's requests for the live view (ended requests; their latencies are not
-    exported while the replay runs)."""
-    return Counts(ops=p["completed"], bytes=p["bytes"], errors=p["failed"])
