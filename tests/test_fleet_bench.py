@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
 
 from iowatt.bench.merge import done_rates, merge_results
 from iowatt.bench.summary import workload_summary
@@ -217,6 +218,25 @@ def test_a_fleet_run_keeps_every_host_and_merges_them_exactly(capsys, tmp_path, 
     assert iowatt(capsys, "bench", "randomread", "--runtime", "0.2s", "--filesize", "1m",
                   "--buffered", "--no-report", "--results", plain).code == 0  # fmt: skip
     assert_user_error(iowatt(capsys, "compare", "--by", "host", "--results", plain), "fleet")
+
+
+@pytest.mark.slow
+def test_a_served_fleet_shows_each_host_as_its_own_series(capsys, tmp_path, fleet3):
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    r = iowatt(capsys, "bench", "randomread", "--buffered", "--cluster", fleet3.scheduler.address,
+               "--target", str(tmp_path), *QUICK, "--runtime", "3s", "--textfile", metrics,
+               "--results", tmp_path / "r", "--no-report")  # fmt: skip
+    assert r.code == 0, r.err
+    served = {
+        s.labels["host"]: s.value
+        for family in text_string_to_metric_families((metrics / "iowatt.prom").read_text())
+        for s in family.samples
+        if s.name == "iowatt_io_latency_seconds_count"
+    }
+    # Each host's measured operations, as it last published them while running.
+    assert sorted(served) == ["local-0", "local-1", "local-2"]
+    assert all(n > 0 for n in served.values())
 
 
 @pytest.mark.slow

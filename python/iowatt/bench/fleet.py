@@ -12,6 +12,7 @@ incomplete and is named; the others' data is kept.
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import tempfile
 import time
@@ -40,6 +41,7 @@ from iowatt.errors import (
 from iowatt.fleet.hosts import Targets, file_safe, pick
 from iowatt.fleet.spec import ClusterSpec
 from iowatt.hostinfo import host_facts
+from iowatt.live.board import Counts, board
 from iowatt.store.writer import RunWriter, make_marked, new_run_id
 from iowatt.warnings import Kind, RunWarning, WarningSink
 
@@ -125,6 +127,7 @@ def run_fleet(
         chosen = pick(client.scheduler_info()["workers"], hosts, targets)
         fleet = Fleet(cluster, chosen, {h: _text(targets.of(h)) for h in chosen.values()})
         run_id = new_run_id("bench")
+        board().begin(run_id, "bench", config.labels)
         writer = RunWriter(config.results, run_id)
         started_ns = time.time_ns()
         config.clock_anchor = (started_ns, time.monotonic_ns())
@@ -137,7 +140,7 @@ def run_fleet(
                 jobs = {a: HostJob(wl, h, fleet.targets[h], run_id, config.destroy_data)
                         for a, h in chosen.items()}  # fmt: skip
                 start = start_together(
-                    client, on_host, jobs, note, _progress(wl, reporter), stop=stop
+                    client, on_host, jobs, note, _progress(wl, chosen, reporter), stop=stop
                 )
                 outcome, failure = _outcome(wl, fleet, start, sink)
                 outcomes.append(outcome)
@@ -163,13 +166,26 @@ def run_fleet(
     return run_dir
 
 
-def _progress(wl: WorkloadConfig, reporter: Reporter) -> Callable[[dict[str, Any]], None]:
+def _progress(
+    wl: WorkloadConfig, names: dict[str, str], reporter: Reporter
+) -> Callable[[dict[str, Any]], None]:
     """The hosts' progress as one, for the reporter: laying out until every host is ready,
-    then their operations summed, timed from when the first host began measuring."""
+    then their operations summed, timed from when the first host began measuring. Each host's
+    counts are also served (``--serve``), labelled with its name."""
+    latest: dict[str, Counts] = {}
 
     def show(hosts: dict[str, Any]) -> None:
         if not hosts:
             return
+        for address, p in hosts.items():
+            host = names.get(address, address)
+            first = host not in latest
+            bands = list(p.get("bands") or Counts().bands)
+            latest[host] = Counts(p["ops"], p["bytes"], p["errors"], bands, p["sum_ns"] / 1e9)
+            if first:
+                board().watch(
+                    functools.partial(latest.__getitem__, host), workload=wl.name, host=host
+                )
         parts = list(hosts.values())
         laying_out = [p for p in parts if p["phase"] in ("preparing", "ready")]
         merged: dict[str, Any] = {k: sum(p[k] for p in parts) for k in PROGRESS_COUNTS}

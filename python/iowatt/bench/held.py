@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from iowatt._engine import WorkloadResult, WorkloadRun, result_failure
+from iowatt.histogram import HEAT_EDGES_NS
 
 # How often a host looks whether the command was stopped.
 STOP_POLL_S = 0.5
@@ -67,9 +68,13 @@ def run_held(runs: Sequence[WorkloadRun], gate: Any, publish: bool = False) -> H
 
 def _progress(runs: Sequence[WorkloadRun]) -> dict[str, Any]:
     """The engines' progress as one, with this host's monotonic time (the driver takes how long
-    ago measuring began from it)."""
+    ago measuring began from it) and their measured latencies by heatmap band (the driver
+    serves them)."""
     parts = [r.progress() for r in runs]
     out: dict[str, Any] = {**parts[0], "now_ns": time.monotonic_ns()}
     for k in PROGRESS_COUNTS:
         out[k] = sum(p[k] for p in parts)  # type: ignore[literal-required]
+    lives = [r.live(HEAT_EDGES_NS) for r in runs]
+    out["bands"] = [sum(col) for col in zip(*(lv["bands"] for lv in lives), strict=True)]
+    out["sum_ns"] = sum(lv["sum_ns"] for lv in lives)
     return out
