@@ -129,4 +129,3 @@ def _write(
 
         write_report([run_dir], run_dir / "report.html")
     return run_dir
-
