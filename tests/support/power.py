@@ -134,3 +134,17 @@ def make_hwmon(root: Path) -> Path:
     (cls / "hwmon3").symlink_to(ina)
     (cls / "hwmon1").symlink_to(cpu)
     return cls
+
+
+def make_fans(root: Path, rpm: tuple[int, ...] = (1830, 2410)) -> Path:
+    """A Super I/O chip's fan tachometers beside :func:`make_hwmon`'s devices: nct6775's
+    ``fanN_input`` in RPM, without labels; returns ``root/class/hwmon``."""
+    cls = root / "class/hwmon"
+    cls.mkdir(parents=True, exist_ok=True)
+    chip = root / "devices/platform/nct6775.656/hwmon/hwmon2"
+    chip.mkdir(parents=True)
+    (chip / "name").write_text("nct6775\n")
+    for i, value in enumerate(rpm, start=1):
+        (chip / f"fan{i}_input").write_text(f"{value}\n")
+    (cls / "hwmon2").symlink_to(chip)
+    return cls

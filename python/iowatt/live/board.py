@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from iowatt._engine import LiveCounts
 from iowatt.histogram import HEAT_EDGES_NS
@@ -53,6 +53,12 @@ class Counts:
 # A series' labels, e.g. (("workload", "randomread"),); sorted, so equal label sets match.
 Labels = tuple[tuple[str, str], ...]
 Reader = Callable[[], Counts]
+
+
+class Counted(Protocol):
+    """An engine a scrape reads (``_engine.WorkloadRun``, ``_engine.Replay``)."""
+
+    def live(self, edges_ns: Sequence[int]) -> LiveCounts: ...
 
 
 def labels_of(labels: Mapping[str, str]) -> Labels:
@@ -111,8 +117,8 @@ class Board:
                 self._done[key] = self._done.get(key, Counts()) + self._running[key]()
             self._running[key] = read
 
-    def watch_engine(self, engine: Any, **labels: str) -> None:
-        """A workload engine (``_engine.WorkloadRun``) as a series."""
+    def watch_engine(self, engine: Counted, **labels: str) -> None:
+        """An engine (a workload, the replayer) as a series, read on each snapshot."""
         self.watch(lambda: Counts.of(engine.live(HEAT_EDGES_NS)), **labels)
 
     def count(self, latency_s: float, nbytes: int = 0, failed: bool = False, **labels: str) -> None:
