@@ -136,9 +136,12 @@ def make_hwmon(root: Path) -> Path:
     return cls
 
 
-def make_fans(root: Path, rpm: tuple[int, ...] = (1830, 2410)) -> Path:
-    """A Super I/O chip's fan tachometers beside :func:`make_hwmon`'s devices: nct6775's
-    ``fanN_input`` in RPM, without labels; returns ``root/class/hwmon``."""
+def make_fans(
+    root: Path, rpm: tuple[int, ...] = (1830, 2410), pwm: tuple[int, ...] = (153, 89)
+) -> Path:
+    """A Super I/O chip's fans beside :func:`make_hwmon`'s devices: nct6775's tachometers
+    (``fanN_input``, RPM, without labels) and the duty it drives them with (``pwmN``, 0..255,
+    beside ``pwmN_enable``); returns ``root/class/hwmon``."""
     cls = root / "class/hwmon"
     cls.mkdir(parents=True, exist_ok=True)
     chip = root / "devices/platform/nct6775.656/hwmon/hwmon2"
@@ -146,5 +149,8 @@ def make_fans(root: Path, rpm: tuple[int, ...] = (1830, 2410)) -> Path:
     (chip / "name").write_text("nct6775\n")
     for i, value in enumerate(rpm, start=1):
         (chip / f"fan{i}_input").write_text(f"{value}\n")
+    for i, value in enumerate(pwm, start=1):
+        (chip / f"pwm{i}").write_text(f"{value}\n")
+        (chip / f"pwm{i}_enable").write_text("1\n")
     (cls / "hwmon2").symlink_to(chip)
     return cls

@@ -13,6 +13,8 @@ pub enum Unit {
     Amps,
     Rpm,
     Celsius,
+    /// A fraction, 0..1 (a fan's PWM duty).
+    Ratio,
     /// A meter column whose meaning only the channel map knows (shunt volts, watts …).
     Raw,
 }
@@ -26,6 +28,7 @@ impl Unit {
             Unit::Amps => "A",
             Unit::Rpm => "RPM",
             Unit::Celsius => "C",
+            Unit::Ratio => "ratio",
             Unit::Raw => "raw",
         }
     }

@@ -153,6 +153,8 @@ class Board:
                     self._count_energy(name, t, v)
                 elif unit == "RPM":
                     s.fan_rpm[name] = v
+                elif unit == "ratio":  # hwmon's pwmN
+                    s.fan_duty[name] = v
                 elif unit == "C":
                     s.celsius[name] = v
 

@@ -1,7 +1,8 @@
-//! hwmon: power, energy, voltage, current, temperature and fan sensors under
+//! hwmon: power, energy, voltage, current, temperature and fan sensors, and fan duty, under
 //! `/sys/class/hwmon/hwmonN` (Documentation/hwmon/sysfs-interface.rst).
 //!
-//! Values come in the interface's units (µW, µJ, mV, mA, m°C, RPM) and leave in SI units.
+//! Values come in the interface's units (µW, µJ, mV, mA, m°C, RPM, PWM duty 0..255) and leave
+//! in SI units (duty as a ratio, 0..1).
 //! `energy*_input` counters become joules since open; a counter that goes backwards was reset
 //! (driver reload, module parameter), which is reported and counted from the new value.
 
@@ -32,11 +33,19 @@ enum Kind {
     Current,
     Temperature,
     Fan,
+    /// `pwmN`: the duty the chip drives fan N with.
+    Duty,
 }
 
 impl Kind {
     /// `power1_input` → (Power, "power1"); attributes of no interest → None.
     fn of(file_name: &str) -> Option<(Kind, &str)> {
+        if file_name
+            .strip_prefix("pwm")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Some((Kind::Duty, file_name));
+        }
         let (stem, suffix) = file_name.split_once('_')?;
         let prefix = stem.trim_end_matches(|c: char| c.is_ascii_digit());
         if prefix.len() == stem.len() {
@@ -63,6 +72,7 @@ impl Kind {
             Kind::Current => Unit::Amps,
             Kind::Temperature => Unit::Celsius,
             Kind::Fan => Unit::Rpm,
+            Kind::Duty => Unit::Ratio,
         }
     }
 
@@ -73,6 +83,7 @@ impl Kind {
             Kind::Power | Kind::PowerAverage | Kind::Energy => 1e6,
             Kind::Voltage | Kind::Current | Kind::Temperature => 1e3,
             Kind::Fan => 1.0,
+            Kind::Duty => 255.0,
         }
     }
 
@@ -300,6 +311,9 @@ mod tests {
         assert_eq!(Kind::of("temp1_max"), None);
         assert_eq!(Kind::of("power_input"), None);
         assert_eq!(Kind::of("name"), None);
+        assert_eq!(Kind::of("pwm2"), Some((Kind::Duty, "pwm2")));
+        assert_eq!(Kind::of("pwm2_enable"), None);
+        assert_eq!(Kind::of("pwm"), None);
         assert_eq!(Kind::of("power1_average_interval"), None);
     }
 }

@@ -109,6 +109,7 @@ fn sensors_become_channels_in_si_units() {
             "ina226@hwmon2/power1 average",
             "nct6775/fan1",
             "nct6775/fan2",
+            "nct6775/pwm1",
             "amd_energy/Esocket0",
             "power_meter/power1",
         ]
@@ -123,13 +124,26 @@ fn sensors_become_channels_in_si_units() {
     assert_eq!(units[4], (Unit::Volts, "sensor"));
     assert_eq!(units[5], (Unit::Amps, "sensor"));
     assert_eq!(units[8], (Unit::Rpm, "sensor"));
-    assert_eq!(units[10], (Unit::Joules, "hwmon"));
+    assert_eq!(units[10], (Unit::Ratio, "sensor"));
+    assert_eq!(units[11], (Unit::Joules, "hwmon"));
     assert_eq!(s.channels()[0].label.as_deref(), Some("Package id 0"));
     assert_eq!(s.channels()[2].label, None);
     let readings = poll(s.as_mut());
     let got = named(s.as_ref(), &readings);
     let want = [
-        45.0, 43.5, 18.0, 0.002, 12.04, 1.5, 5.0, 4.0, 1200.0, 0.0, 0.0, 95.0,
+        45.0,
+        43.5,
+        18.0,
+        0.002,
+        12.04,
+        1.5,
+        5.0,
+        4.0,
+        1200.0,
+        0.0,
+        128.0 / 255.0,
+        0.0,
+        95.0,
     ];
     // Exactly the decimal values the files hold, not 12.040000000000001.
     let got: Vec<f64> = got.iter().map(|(_, v)| *v).collect();
@@ -142,7 +156,7 @@ fn energy_counts_from_open_and_survives_a_reset() {
     let root = board(&dir);
     let energy = root.join("hwmon4/energy1_input");
     let mut s = hwmon::open(&config(source(&root)), (0, 0)).unwrap();
-    let joules = |s: &mut dyn iowatt_power::source::Source| poll(s)[10].value;
+    let joules = |s: &mut dyn iowatt_power::source::Source| poll(s)[11].value;
     rewrite(&energy, 3_500_000);
     assert_close(joules(s.as_mut()), 2.5);
     assert!(s.warnings().is_empty());
@@ -210,7 +224,7 @@ fn no_sensors_is_unavailable() {
         0,
         "virtual/thermal/cooling_device0",
         "acpi_fan",
-        &[("pwm1", "0")],
+        &[("pwm1_enable", "2")],
     );
     let err = expect_err(hwmon::open(&config(source(&root)), (0, 0)));
     assert!(err.to_string().contains("(devices: acpi_fan)"), "{err}");
