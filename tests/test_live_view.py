@@ -59,11 +59,11 @@ def test_an_endpoints_text_reads_back_into_the_snapshot_it_was_made_from() -> No
         {"source": "rapl", "channel": "package-0", "unit": "J"},
         {"source": "hwmon", "channel": "fan1", "unit": "RPM"},
         {"source": "hwmon", "channel": "temp1", "unit": "C"},
+        {"source": "hwmon", "channel": "pwm1", "unit": "ratio"},
     ]
-    board.readings(channels, {"mono_ns": [0, 0, 0, 2 * 10**9], "channel": [0, 1, 2, 0],
-                              "value": [100.0, 5400.0, 41.5, 150.0]})  # fmt: skip
+    board.readings(channels, {"mono_ns": [0, 0, 0, 0, 2 * 10**9], "channel": [0, 1, 2, 3, 0],
+                              "value": [100.0, 5400.0, 41.5, 0.6, 150.0]})  # fmt: skip
     board.set_stimulus("fan", 0.6, 3, 11)
-    board.set_fan_duty("fan1", 0.6)
     made = board.snapshot()
 
     read = parse(generate_latest(registry_of(board)).decode())
@@ -78,7 +78,7 @@ def test_an_endpoints_text_reads_back_into_the_snapshot_it_was_made_from() -> No
     assert read.joules == {"rapl/package-0": 50.0}
     assert read.watts == {"rapl/package-0": 25.0}  # 50 J over 2 s
     assert read.fan_rpm == {"hwmon/fan1": 5400.0} and read.celsius == {"hwmon/temp1": 41.5}
-    assert read.fan_duty == {"fan1": 0.6}
+    assert read.fan_duty == {"hwmon/pwm1": 0.6}
     assert read.stimulus == {"fan": 0.6} and read.step == (3, 11)
 
 

@@ -130,6 +130,9 @@ impl Recorder {
     fn roll(&mut self, now: u64) {
         let index = (now - self.measure_start) / self.interval_ns;
         self.send(false);
+        // A slow run's counts reach the progress at least once an interval, not only every
+        // PUBLISH_EVERY operations (a scrape would see its operations seconds late).
+        self.publish();
         self.index = index;
         self.next_boundary = self.measure_start + (index + 1) * self.interval_ns;
     }

@@ -98,9 +98,9 @@ class Board:
 
     def begin(self, run_id: str, kind: str, labels: Mapping[str, str] | None = None) -> None:
         """A run starts (a campaign begins one per repeat): the run's info changes, the
-        counters carry on."""
+        counters carry on. A label named ``run_id`` or ``kind`` does not hide the run's own."""
         with self._lock:
-            self._state.run = {"run_id": run_id, "kind": kind, **(labels or {})}
+            self._state.run = {**(labels or {}), "run_id": run_id, "kind": kind}
             self._state.started_s = time.time()
             self._state.ended = False
 
@@ -157,10 +157,6 @@ class Board:
                     s.fan_duty[name] = v
                 elif unit == "C":
                     s.celsius[name] = v
-
-    def set_fan_duty(self, fan: str, ratio: float) -> None:
-        with self._lock:
-            self._state.fan_duty[fan] = ratio
 
     def _integrate(self, name: str, t_ns: int, watts: float) -> None:
         # Watts held since the last sample (left rectangle), as the power summary integrates.

@@ -9,7 +9,8 @@ once and the run goes on.
 from __future__ import annotations
 
 import errno
-import ipaddress
+import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -39,16 +40,15 @@ class Serve:
 
 
 def parse_address(text: str) -> tuple[str, int]:
-    """``9464`` → (127.0.0.1, 9464); ``0.0.0.0:9464``, ``[::1]:9464``; port 0 picks one."""
+    """``9464`` → (127.0.0.1, 9464); ``0.0.0.0:9464``, ``[::1]:9464``, ``localhost:9464``;
+    port 0 picks one."""
     host, sep, port = text.rpartition(":")
     host = host.strip("[]") if sep else DEFAULT_ADDR
-    hint = "give a port, or ADDR:PORT, e.g. --serve 9464 or --serve 0.0.0.0:9464"
     if not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"--serve `{text}` has no port number (0..65535)", hint)
-    try:
-        ipaddress.ip_address(host or DEFAULT_ADDR)
-    except ValueError:
-        raise ConfigError(f"--serve `{text}`: `{host}` is not an IP address", hint) from None
+        raise ConfigError(
+            f"--serve `{text}` has no port number (0..65535)",
+            "give a port, or ADDR:PORT, e.g. --serve 9464 or --serve 0.0.0.0:9464",
+        )
     return host or DEFAULT_ADDR, int(port)
 
 
@@ -66,16 +66,20 @@ class Endpoint:
         self._stop = threading.Event()
         self._writer: threading.Thread | None = None
         self._textfile_failed = False
+        # The textfile is checked first: a refused one leaves no listener behind.
+        if serve.textfile is not None:
+            self._check_textfile(serve.textfile)
         if serve.address is not None:
             self._listen(*serve.address)
         if serve.textfile is not None:
-            self._open_textfile(serve.textfile)
+            path = serve.textfile / TEXTFILE_NAME
+            self.note(f"writing metrics to {path} every {TEXTFILE_EVERY_S:g} s")
+            self._writer = threading.Thread(target=self._keep_writing, daemon=True)
+            self._writer.start()
 
     def _listen(self, host: str, port: int) -> None:
-        from prometheus_client import start_http_server
-
         try:
-            self._server, self._thread = start_http_server(port, host, registry=self.registry)
+            self._server = _server(host, port, self._app())
         except OSError as e:
             where = f"{host}:{port}"
             if e.errno == errno.EADDRINUSE:
@@ -92,13 +96,31 @@ class Endpoint:
                 f"--serve `{where}`: {e.strerror or e}",
                 "give an address of this machine, e.g. 127.0.0.1 or 0.0.0.0",
             ) from None
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
         bound_host, bound_port = self._server.server_address[:2]
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         self.url = f"http://{shown}:{bound_port}/metrics"
         self.note(f"serving metrics on {self.url}")
 
-    def _open_textfile(self, directory: Path) -> None:
-        path = directory / TEXTFILE_NAME
+    def _app(self) -> Any:
+        """prometheus_client's WSGI app; a scrape that fails answers 500 in one line (the
+        failure was said once already), not a traceback on the terminal per scrape."""
+        from prometheus_client import make_wsgi_app
+
+        metrics = make_wsgi_app(self.registry)
+
+        def app(environ: dict[str, Any], start_response: Any) -> Any:
+            try:
+                return metrics(environ, start_response)
+            except Exception:
+                start_response("500 Internal Server Error", [("Content-Type", "text/plain")],
+                               sys.exc_info())  # fmt: skip
+                return [b"iowatt: reading the run's metrics failed; the run goes on\n"]
+
+        return app
+
+    def _check_textfile(self, directory: Path) -> None:
         if not directory.is_dir():
             raise ConfigError(
                 f"--textfile `{directory}` is not a directory",
@@ -111,9 +133,6 @@ class Endpoint:
                 f"--textfile `{directory}` cannot be written: {e.strerror or e}",
                 "give a directory this user may write, e.g. /var/lib/node_exporter/textfile",
             ) from None
-        self.note(f"writing metrics to {path} every {TEXTFILE_EVERY_S:g} s")
-        self._writer = threading.Thread(target=self._keep_writing, daemon=True)
-        self._writer.start()
 
     def _write_textfile(self) -> None:
         from prometheus_client import write_to_textfile
@@ -164,3 +183,22 @@ def serving(serve: Serve, note: Callable[[str], None]) -> Iterator[Board]:
         yield board
     finally:
         endpoint.close()
+
+
+def _server(host: str, port: int, app: Any) -> Any:
+    """A threading WSGI server on ``host:port`` (IPv4 or IPv6, as the address resolves),
+    logging nothing."""
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+
+    class Server(ThreadingMixIn, WSGIServer):
+        address_family = family
+        daemon_threads = True
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return make_server(host, port, app, Server, handler_class=Quiet)

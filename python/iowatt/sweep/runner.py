@@ -193,7 +193,7 @@ def _layout(config: SweepConfig, writer: RunWriter, hosts: fleet.Hosts | None) -
             workdirs.append(disk.workdir)
     if workdirs:
         warm = [d for d in config.disks if not d.device]
-        _generate(config, warm, 0.0, LAYOUT_S, None, None)
+        _generate(config, warm, 0.0, LAYOUT_S, None, None, served=False)
     return workdirs
 
 
@@ -249,9 +249,11 @@ def _generate(
     hold_s: float,
     monitor: Monitor | None,
     hosts: fleet.Hosts | None,
+    served: bool = True,
 ) -> list[WorkloadResult]:
     """Runs one generator per disk, all at once, for ``settle_s`` + ``hold_s``; returns each
-    engine result. Stops them all on a watchdog trip, an interrupt or a failed disk."""
+    engine result. Stops them all on a watchdog trip, an interrupt or a failed disk. Unless
+    ``served`` is false (laying the files out is not a step), the live metrics count them."""
     tripped = None if monitor is None else lambda: monitor.tripped is not None
     if hosts is not None:
         results = fleet.generate(hosts, config, disks, settle_s, hold_s, tripped, lambda _: None)
@@ -260,7 +262,7 @@ def _generate(
             WorkloadRun.fileio(config.workload(d, settle_s, hold_s).engine_spec(d.target, d.device))
             for d in disks
         ]
-        for r in runs:
+        for r in runs if served else ():
             board().watch_engine(r, workload=r.name)
         drive(runs, stop=tripped)
         results = [r.result() for r in runs]
