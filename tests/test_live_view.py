@@ -43,7 +43,7 @@ def counts(ops: int, *, at_ns: int = 50_000, slow: int = 0, errors: int = 0) -> 
 
 def snap(t_s: float, step: tuple[int, int] | None = None, **series: Counts) -> Snapshot:
     """Series named ``host__workload``."""
-    s = Snapshot(t_s, run={"run_id": "r1", "kind": "sweep"}, step=step)
+    s = Snapshot(t_s, elapsed_s=t_s, run={"run_id": "r1", "kind": "sweep"}, step=step)
     for name, c in series.items():
         host, workload = name.split("__")
         s.series[labels_of({"host": host, "workload": workload})] = c

@@ -24,24 +24,18 @@ directory), replayed second by second. Keys: space pauses, b switches the breakd
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 def live(source: str, speedup: float, results: Path | None) -> None:
     from iowatt.live.dashboard import Dashboard
-    from iowatt.live.feed import Source
+    from iowatt.live.feed import endpoint_url, from_endpoint, from_store
 
     if not speedup > 0:
         raise ConfigError(f"--speedup `{speedup:g}` must be above 0", "e.g. --speedup 10")
-    feed: Source
     if _is_endpoint(source):
-        from iowatt.live.feed import endpoint_url, first_scrape, scrape
-
-        url = endpoint_url(source if not source.isdigit() else f"127.0.0.1:{source}")
-        first = [first_scrape(url)]
-        feed = lambda: first.pop() if first else scrape(url)  # noqa: E731
-        Dashboard(feed).run()
+        url = endpoint_url(f"127.0.0.1:{source}" if source.isdigit() else source)
+        Dashboard(from_endpoint(url)).run()
         return
-    from iowatt.live.feed import stored
     from iowatt.store.runs import resolve_run, results_dir
 
-    seconds = iter(stored(resolve_run(results_dir(results), source)))
-    Dashboard(lambda: next(seconds, None), every_s=1.0 / speedup).run()
+    run_dir = resolve_run(results_dir(results), source)
+    Dashboard(from_store(run_dir), every_s=1.0 / speedup).run()
 
 
 def _is_endpoint(source: str) -> bool:

@@ -70,7 +70,8 @@ class Snapshot:
     """Everything the live view shows at one instant; also what a scrape of an endpoint or a
     stored run's second is read back into (:mod:`iowatt.live.feed`)."""
 
-    t_s: float  # seconds since the run began
+    t_s: float  # when it was taken: seconds on a clock of the reader's, what rates divide by
+    elapsed_s: float = 0.0  # into the run (a campaign starts over with each run)
     run: dict[str, str] = field(default_factory=dict)  # run_id, kind, and the run's labels
     started_s: float | None = None  # the run's start, Unix seconds
     ended: bool = False
@@ -186,6 +187,7 @@ class Board:
                 series[key] = series.get(key, Counts()) + read()
             return Snapshot(
                 t_s=time.monotonic() - self._t0,
+                elapsed_s=time.time() - s.started_s if s.started_s is not None else 0.0,
                 run=dict(s.run),
                 started_s=s.started_s,
                 ended=s.ended,

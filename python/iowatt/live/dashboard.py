@@ -156,7 +156,7 @@ class Dashboard(App[None]):
         if s is None:
             return Text("waiting for the first scrape")
         # The run id names its kind (20261126-171924-sweep-235a81); 80 columns are few.
-        parts = [s.run.get("run_id", "?"), f"{s.t_s:,.0f} s"]
+        parts = [s.run.get("run_id", "?"), f"{s.elapsed_s:,.0f} s"]
         if s.step is not None:
             parts.append(f"step {s.step[0]}/{s.step[1]}")
         parts += [f"{kind} {v:g}" for kind, v in s.stimulus.items()]

@@ -19,7 +19,6 @@ from iowatt.live.board import Board, Counts, Snapshot, labels_of
 from iowatt.live.exposition import BUCKET_BOUNDS, STIMULUS_METRICS
 
 SCRAPE_TIMEOUT_S = 2.0
-DEFAULT_URL = "http://127.0.0.1:9464/metrics"
 Apply = Callable[[Board], None]
 # The dashboard's next snapshot; None once a stored run is over. A scrape that fails raises
 # EndpointGone.
@@ -47,22 +46,29 @@ def scrape(url: str) -> Snapshot:
     return parse(text)
 
 
-def first_scrape(url: str) -> Snapshot:
-    """The first scrape, whose failure is the user's to fix."""
+def from_endpoint(url: str) -> Source:
+    """Scrapes of ``url``; the first one is made now, and its failure is the user's to fix."""
     try:
-        return scrape(url)
+        first = [scrape(url)]
     except EndpointGone as e:
         raise ConfigError(
             f"nothing answers at `{url}` ({e})",
             "start the run with --serve PORT first, or give its address: iowatt live HOST:PORT",
         ) from None
+    return lambda: first.pop() if first else scrape(url)
+
+
+def from_store(run_dir: Path) -> Source:
+    """A stored run's seconds, one per call, then None."""
+    seconds = iter(stored(run_dir))
+    return lambda: next(seconds, None)
 
 
 def parse(text: str) -> Snapshot:
     """The Prometheus text of :mod:`iowatt.live.exposition`, back into a snapshot."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    s = Snapshot(0.0)
+    s = Snapshot(time.monotonic())
     gauges = {
         "iowatt_power_watts": s.watts,
         "iowatt_fan_duty_ratio": s.fan_duty,
@@ -96,7 +102,7 @@ def parse(text: str) -> Snapshot:
     if steps:
         s.step = (step, steps)
     if s.started_s is not None:
-        s.t_s = time.time() - s.started_s
+        s.elapsed_s = time.time() - s.started_s
     return s
 
 
@@ -156,7 +162,7 @@ def stored(run_dir: Path) -> list[Snapshot]:
 
 def _at(board: Board, second: int) -> Snapshot:
     snap = board.snapshot()
-    snap.t_s = float(second)
+    snap.t_s = snap.elapsed_s = float(second)
     return snap
 
 

@@ -124,7 +124,7 @@ class View:
         return out
 
     def _event(self, s: Snapshot, text: str) -> None:
-        self.events.append(f"{_clock(s.t_s)} {text}")
+        self.events.append(f"{_clock(s.elapsed_s)} {text}")
 
 
 def _clock(t_s: float) -> str:
