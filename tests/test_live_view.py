@@ -240,6 +240,8 @@ def test_live_on_nothing_listening_or_an_unknown_run_is_one_line(
     assert_user_error(r, "127.0.0.1:9")
     r = iowatt(capsys, "live", "no-such-run", "--results", tmp_path)
     assert_user_error(r, "no-such-run")
+    r = iowatt(capsys, "live", "20261126", "--results", tmp_path)  # a run id's date, not a port
+    assert_user_error(r, "no run `20261126`")
     r = iowatt(capsys, "live", "latest", "--speedup", "0", "--results", tmp_path)
     assert_user_error(r, "--speedup")
 

@@ -41,4 +41,6 @@ def live(source: str, speedup: float, results: Path | None) -> None:
 def _is_endpoint(source: str) -> bool:
     """A port, ``HOST:PORT`` or a URL; anything else names a run."""
     host, _, port = source.rpartition(":")
-    return source.isdigit() or "://" in source or (bool(host) and port.isdigit())
+    if source.isdigit():  # a port, or a run id's date (20261126)
+        return int(source) <= 65535
+    return "://" in source or (bool(host) and port.isdigit())
