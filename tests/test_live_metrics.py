@@ -241,13 +241,14 @@ def test_a_series_watched_again_carries_on_so_counters_never_go_back() -> None:
 def test_a_counted_task_lands_in_its_band(latency_s: float, le: float) -> None:
     board = Board()
     board.count(latency_s, 4096, workload="backup")
-    board.count(latency_s, 0, failed=True, workload="backup")
+    board.count(latency_s, 0, failed="out-of-memory", workload="backup")
     s = exposed(board)
     got = buckets(s, workload="backup")
     assert got == [2.0 if bound >= le else 0.0 for bound in LE], got
     assert value(s, "iowatt_io_latency_seconds_sum", workload="backup") == 2 * latency_s
     assert value(s, "iowatt_io_operations_total", workload="backup") == 2
     assert value(s, "iowatt_io_errors_total", workload="backup") == 1
+    assert value(s, "iowatt_io_errors_by_kind_total", workload="backup", kind="out-of-memory") == 1
     assert value(s, "iowatt_io_bytes_total", workload="backup") == 4096
 
 

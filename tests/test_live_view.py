@@ -38,7 +38,8 @@ def counts(ops: int, *, at_ns: int = 50_000, slow: int = 0, errors: int = 0) -> 
     bands = [0] * BANDS
     bands[band_of(at_ns)] += ops - slow
     bands[band_of(150_000_000)] += slow
-    return Counts(ops, ops * 4096, errors, bands, ops * at_ns / 1e9)
+    return Counts(ops, ops * 4096, errors, bands, ops * at_ns / 1e9,
+                  {"EIO": errors} if errors else {})  # fmt: skip
 
 
 def snap(t_s: float, step: tuple[int, int] | None = None, **series: Counts) -> Snapshot:
@@ -75,6 +76,7 @@ def test_an_endpoints_text_reads_back_into_the_snapshot_it_was_made_from() -> No
         assert (read.series[key].ops, read.series[key].bytes, read.series[key].errors) == (
             c.ops, c.bytes, c.errors)  # fmt: skip
         assert read.series[key].latency_sum_s == pytest.approx(c.latency_sum_s)
+        assert read.series[key].errors_by_kind == c.errors_by_kind
     assert read.joules == {"rapl/package-0": 50.0}
     assert read.watts == {"rapl/package-0": 25.0}  # 50 J over 2 s
     assert read.fan_rpm == {"hwmon/fan1": 5400.0} and read.celsius == {"hwmon/temp1": 41.5}
@@ -85,13 +87,14 @@ def test_an_endpoints_text_reads_back_into_the_snapshot_it_was_made_from() -> No
 def test_rates_slow_shares_and_events_come_from_consecutive_snapshots() -> None:
     view = View()
     view.add(snap(10.0, (1, 3), a__read=counts(1000), b__read=counts(500)))
-    view.add(snap(12.0, (2, 3), a__read=counts(3000, slow=20), b__read=counts(500, errors=0)))
+    view.add(snap(12.0, (2, 3), a__read=counts(3000, slow=20), b__read=counts(500, errors=3)))
 
     rows = {r.name: r for r in view.rows()}
     assert rows["read"].ops_s == pytest.approx((3000 + 500 - 1500) / 2)
     assert rows["read"].mib_s == pytest.approx(2000 * 4096 / 2 / 2**20)
     assert rows["read"].slow_share == pytest.approx(20 / 2000)
     assert any("step 2/3" in e for e in view.events)
+    assert any(e.endswith("b, read: 3 errors (EIO 3)") for e in view.events)
     assert any("a, read: operations above 100 ms (20 this second)" in e for e in view.events)
     # The heatmap's last column is the second's operations per band.
     column = view.columns()[-1]

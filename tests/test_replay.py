@@ -136,10 +136,12 @@ def test_a_slow_location_times_out_and_counts_against_success(capsys, tmp_path):
         for i, path in enumerate(["a.html", "slow", "a.html", "slow", "a.html"])
     ]
     log.write_text("\n".join(lines) + "\n")
-    results = tmp_path / "results"
+    results, metrics = tmp_path / "results", tmp_path / "metrics"
+    metrics.mkdir()
     with nginx(root, tmp_path / "nginx", slow_s=5) as url:
         r = iowatt(capsys, "replay", log, "--target", url, "--speedup", "10",
-                   "--timeout", "300ms", "--results", results, "--no-report", "-q")  # fmt: skip
+                   "--timeout", "300ms", "--textfile", metrics, "--results", results,
+                   "--no-report", "-q")  # fmt: skip
     assert r.code == 0, r.err
     (run,) = runs_in(results)
     rows = _requests(run)
@@ -147,6 +149,15 @@ def test_a_slow_location_times_out_and_counts_against_success(capsys, tmp_path):
     assert all(row["done_ns"] - row["sent_ns"] >= 300_000_000 for row in rows[1::2])
     s = summary(run)["replay"]
     assert s["errors_by_kind"] == {"timeout": 2} and s["success_rate"] == pytest.approx(3 / 5)
+    # Served as they happened, by kind, as the run stores them.
+    served = {
+        (s.name, s.labels.get("kind")): s.value
+        for family in text_string_to_metric_families((metrics / "iowatt.prom").read_text())
+        for s in family.samples
+        if s.name.startswith("iowatt_io_errors")
+    }
+    assert served == {("iowatt_io_errors_total", None): 2.0,
+                      ("iowatt_io_errors_by_kind_total", "timeout"): 2.0}  # fmt: skip
 
 
 def test_ctrl_c_keeps_every_completed_request_and_writes_the_run_incomplete(tmp_path, site):

@@ -133,6 +133,7 @@ class LiveCounts(TypedDict):
     ops: int  # completed so far, ramp included
     bytes: int
     errors: int
+    errors_by_kind: dict[str, int]  # EIO, ENOSPC … (workloads); timeout, reset … (replay)
     bands: list[int]  # measured operations per latency band of the edges asked for
     count: int  # measured operations whose latency is in ``bands``
     sum_ns: float

@@ -1,6 +1,8 @@
 //! A latency histogram as Python sees it: its buckets and the exact figures the engine keeps
 //! beside them (every engine's results use this one shape).
 
+use std::collections::BTreeMap;
+
 use iowatt_metrics::{LatencyHistogram, LatencySoFar};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -26,12 +28,14 @@ pub fn hist_dict<'py>(py: Python<'py>, h: &LatencyHistogram) -> PyResult<Bound<'
 pub fn live_dict<'py>(
     py: Python<'py>,
     (ops, bytes, errors): (u64, u64, u64),
+    errors_by_kind: BTreeMap<String, u64>,
     latency: LatencySoFar,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("ops", ops)?;
     d.set_item("bytes", bytes)?;
     d.set_item("errors", errors)?;
+    d.set_item("errors_by_kind", errors_by_kind)?;
     d.set_item("bands", latency.bands)?;
     d.set_item("count", latency.count)?;
     d.set_item("sum_ns", latency.sum_ns)?;

@@ -139,7 +139,8 @@ impl Replay {
         let progress = self.handle.progress();
         let p = progress.snapshot();
         let latency = progress.latency_so_far(&edges_ns);
-        live_dict(py, (p.completed, p.bytes, p.failed), latency)
+        let by_kind = progress.errors_by_kind();
+        live_dict(py, (p.completed, p.bytes, p.failed), by_kind, latency)
     }
 
     /// Status, the schedule's zero on CLOCK_MONOTONIC, every request's record as column

@@ -96,7 +96,8 @@ impl WorkloadRun {
         let progress = self.handle.progress();
         let s = progress.snapshot();
         let latency = progress.latency_so_far(&edges_ns);
-        live_dict(py, (s.ops, s.bytes, s.errors), latency)
+        let by_kind = progress.errors_by_kind();
+        live_dict(py, (s.ops, s.bytes, s.errors), by_kind, latency)
     }
 
     /// The output as plain Python data; raises the run's error if it could not start.

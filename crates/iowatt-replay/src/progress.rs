@@ -1,6 +1,7 @@
 //! Live counts a caller polls while the replay runs (monitoring never touches the schedule:
 //! relaxed atomics the scheduler and requests bump, read from another thread).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +23,8 @@ struct Counters {
     cancel: Notify,
     /// Completion times of the requests answered so far (for a metrics scrape).
     latency: Mutex<LatencyHistogram>,
+    /// Failed requests by kind (`timeout`, `reset` …).
+    errors_by_kind: Mutex<BTreeMap<String, u64>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -77,22 +80,34 @@ impl Progress {
         c.max_lateness_ns.fetch_max(lateness_ns, Relaxed);
     }
 
-    /// A request ended: answered after `took_ns`, or failed (`None`).
-    pub(crate) fn ended(&self, bytes: u64, took_ns: Option<u64>) {
+    /// A request ended: answered after `Ok(ns)`, or failed for a reason (`Err(kind)`).
+    pub(crate) fn ended(&self, bytes: u64, took_ns: Result<u64, &'static str>) {
         let c = &self.0;
         c.open.fetch_sub(1, Relaxed);
         c.completed.fetch_add(1, Relaxed);
         c.bytes.fetch_add(bytes, Relaxed);
         match took_ns {
-            Some(ns) => c
+            Ok(ns) => c
                 .latency
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .record(ns),
-            None => {
+            Err(kind) => {
                 c.failed.fetch_add(1, Relaxed);
+                let mut by_kind = c.errors_by_kind.lock().unwrap_or_else(|e| e.into_inner());
+                *by_kind.entry(kind.to_string()).or_insert(0) += 1;
             }
         }
+    }
+
+    /// Failed requests so far, by kind.
+    pub fn errors_by_kind(&self) -> BTreeMap<String, u64> {
+        let by_kind = self
+            .0
+            .errors_by_kind
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        by_kind.clone()
     }
 
     /// The answered requests' completion times so far, by the bands of `edges`.

@@ -280,6 +280,9 @@ async fn one(shared: Arc<Shared>, i: usize, _permit: Option<OwnedSemaphorePermit
         reached.bytes,
         error,
     );
-    let took = (error == ErrorKind::None).then(|| done.saturating_sub(sent));
+    let took = match error {
+        ErrorKind::None => Ok(done.saturating_sub(sent)),
+        kind => Err(kind.name()),
+    };
     shared.progress.ended(reached.bytes, took);
 }

@@ -2,6 +2,7 @@
 //! metrics endpoint): cheap counters the workers publish in batches, the measured latencies
 //! merged once per interval, the phase, and the cancel flag.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
@@ -66,6 +67,8 @@ struct Shared {
     /// Every measured operation's latency so far: the workers' interval histograms, merged as
     /// the collector receives them (once a second per worker, never per operation).
     latency: Mutex<LatencyHistogram>,
+    /// Failed operations by kind (`EIO`, `ENOSPC` …), ramp included, as they happen.
+    errors_by_kind: Mutex<BTreeMap<String, u64>>,
 }
 
 #[derive(Clone, Default)]
@@ -162,6 +165,25 @@ impl Progress {
             let mut so_far = self.0.latency.lock().unwrap_or_else(|e| e.into_inner());
             so_far.merge(hist);
         }
+    }
+
+    pub(crate) fn add_error(&self, kind: String) {
+        let mut by_kind = self
+            .0
+            .errors_by_kind
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *by_kind.entry(kind).or_insert(0) += 1;
+    }
+
+    /// Failed operations so far, by kind.
+    pub fn errors_by_kind(&self) -> BTreeMap<String, u64> {
+        let by_kind = self
+            .0
+            .errors_by_kind
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        by_kind.clone()
     }
 
     /// The latencies measured so far, by the bands of `edges`.

@@ -115,6 +115,7 @@ impl Recorder {
 
     pub fn failed(&mut self, flowop: usize, done: u64, errno: i32) {
         self.unpublished.2 += 1;
+        self.progress.add_error(errno_name(errno));
         if done < self.measure_start || done >= self.measure_end {
             return;
         }

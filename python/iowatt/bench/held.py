@@ -77,4 +77,8 @@ def _progress(runs: Sequence[WorkloadRun]) -> dict[str, Any]:
     lives = [r.live(HEAT_EDGES_NS) for r in runs]
     out["bands"] = [sum(col) for col in zip(*(lv["bands"] for lv in lives), strict=True)]
     out["sum_ns"] = sum(lv["sum_ns"] for lv in lives)
+    out["errors_by_kind"] = {}
+    for lv in lives:
+        for kind, n in lv["errors_by_kind"].items():
+            out["errors_by_kind"][kind] = out["errors_by_kind"].get(kind, 0) + n
     return out

@@ -22,26 +22,33 @@ from iowatt.histogram import HEAT_EDGES_NS
 
 @dataclass
 class Counts:
-    """One series' totals so far: operations, bytes, errors, and latencies by heatmap band."""
+    """One series' totals so far: operations, bytes, errors (and by kind), and latencies by
+    heatmap band."""
 
     ops: int = 0
     bytes: int = 0
     errors: int = 0
     bands: list[int] = field(default_factory=lambda: [0] * (len(HEAT_EDGES_NS) + 1))
     latency_sum_s: float = 0.0
+    errors_by_kind: dict[str, int] = field(default_factory=dict)  # EIO, ENOSPC, timeout …
 
     @classmethod
     def of(cls, live: LiveCounts) -> Counts:
         bands = live["bands"] or [0] * (len(HEAT_EDGES_NS) + 1)
-        return cls(live["ops"], live["bytes"], live["errors"], list(bands), live["sum_ns"] / 1e9)
+        return cls(live["ops"], live["bytes"], live["errors"], list(bands), live["sum_ns"] / 1e9,
+                   dict(live["errors_by_kind"]))  # fmt: skip
 
     def __add__(self, other: Counts) -> Counts:
+        kinds = dict(self.errors_by_kind)
+        for kind, n in other.errors_by_kind.items():
+            kinds[kind] = kinds.get(kind, 0) + n
         return Counts(
             self.ops + other.ops,
             self.bytes + other.bytes,
             self.errors + other.errors,
             [a + b for a, b in zip(self.bands, other.bands, strict=True)],
             self.latency_sum_s + other.latency_sum_s,
+            kinds,
         )
 
     @property
@@ -122,9 +129,13 @@ class Board:
         """An engine (a workload, the replayer) as a series, read on each snapshot."""
         self.watch(lambda: Counts.of(engine.live(HEAT_EDGES_NS)), **labels)
 
-    def count(self, latency_s: float, nbytes: int = 0, failed: bool = False, **labels: str) -> None:
-        """One operation ended (a task of ``tasks run``), pushed rather than read."""
-        one = Counts(1, nbytes, int(failed), latency_sum_s=latency_s)
+    def count(
+        self, latency_s: float, nbytes: int = 0, failed: str | None = None, **labels: str
+    ) -> None:
+        """One operation ended (a task of ``tasks run``), pushed rather than read; ``failed``
+        says how it failed."""
+        one = Counts(1, nbytes, int(failed is not None), latency_sum_s=latency_s,
+                     errors_by_kind={failed: 1} if failed else {})  # fmt: skip
         one.bands[bisect.bisect_left(HEAT_EDGES_NS, round(latency_s * 1e9))] = 1
         self.add(one, **labels)
 

@@ -88,6 +88,9 @@ def _io(s: Snapshot) -> Iterator[Metric]:
     ops = CounterMetricFamily("iowatt_io_operations", "Operations completed", labels=names)
     nbytes = CounterMetricFamily("iowatt_io_bytes", "Bytes read or written", labels=names)
     errors = CounterMetricFamily("iowatt_io_errors", "Operations that failed", labels=names)
+    by_kind = CounterMetricFamily(
+        "iowatt_io_errors_by_kind", "Operations that failed, by how", labels=[*names, "kind"]
+    )
     latency = HistogramMetricFamily(
         "iowatt_io_latency_seconds", "Latency of the measured operations", labels=names
     )
@@ -97,13 +100,15 @@ def _io(s: Snapshot) -> Iterator[Metric]:
         ops.add_metric(values, c.ops)
         nbytes.add_metric(values, c.bytes)
         errors.add_metric(values, c.errors)
+        for kind, n in sorted(c.errors_by_kind.items()):
+            by_kind.add_metric([*values, kind], n)
         cumulative, buckets = 0, []
         for bound, n in zip(BUCKET_BOUNDS, c.bands, strict=False):
             cumulative += n
             buckets.append((bound, cumulative))
         buckets.append(("+Inf", c.measured))
         latency.add_metric(values, buckets, c.latency_sum_s)
-    yield from (ops, nbytes, errors, latency)
+    yield from (ops, nbytes, errors, by_kind, latency)
 
 
 def _power(s: Snapshot) -> Iterator[Metric]:

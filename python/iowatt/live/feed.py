@@ -110,6 +110,7 @@ def _io_sample(
     s: Snapshot, name: str, labels: dict[str, str], value: float, bounds: dict[str, int]
 ) -> None:
     le = labels.pop("le", None)
+    kind = labels.pop("kind", None) if name == "iowatt_io_errors_by_kind_total" else None
     c = s.series.setdefault(labels_of(labels), Counts())
     if name == "iowatt_io_operations_total":
         c.ops = int(value)
@@ -117,6 +118,8 @@ def _io_sample(
         c.bytes = int(value)
     elif name == "iowatt_io_errors_total":
         c.errors = int(value)
+    elif kind is not None:
+        c.errors_by_kind[kind] = int(value)
     elif name == "iowatt_io_latency_seconds_sum":
         c.latency_sum_s = value
     elif name == "iowatt_io_latency_seconds_bucket":

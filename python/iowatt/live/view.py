@@ -79,7 +79,8 @@ class View:
             if key not in before.series:
                 self._event(now, f"{name} started")
             if d.errors:
-                self._event(now, f"{name}: {d.errors:,} errors")
+                how = ", ".join(f"{k} {n:,}" for k, n in sorted(d.errors_by_kind.items()))
+                self._event(now, f"{name}: {d.errors:,} errors" + (f" ({how})" if how else ""))
             # Said when slow operations start and when they stop, not every second.
             slow = sum(d.bands[SLOW_BAND:])
             if slow and key not in self.slowing:
@@ -151,8 +152,9 @@ def _minus(a: Counts, b: Counts) -> Counts:
     # A counter that went back (a new process on the same port) starts over from zero.
     if a.ops < b.ops:
         return a
+    kinds = {k: n - b.errors_by_kind.get(k, 0) for k, n in a.errors_by_kind.items()}
     return Counts(
         a.ops - b.ops, a.bytes - b.bytes, a.errors - b.errors,
         [max(0, x - y) for x, y in zip(a.bands, b.bands, strict=True)],
-        a.latency_sum_s - b.latency_sum_s,
+        a.latency_sum_s - b.latency_sum_s, {k: n for k, n in kinds.items() if n > 0},
     )  # fmt: skip

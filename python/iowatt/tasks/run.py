@@ -315,7 +315,7 @@ def _measure(
             records.append(rec)
             progress.task_done(rec)
             took_s = (rec["end_ns"] - rec["start_ns"]) / 1e9
-            failed = rec["status"] != "ok"
+            failed = None if rec["status"] == "ok" else rec["status"]
             board().count(took_s, rec["bytes_read"], failed, workload=rec["type"])
             feed()
     except KeyboardInterrupt:
