@@ -505,3 +505,21 @@ def test_serve_linger_keeps_the_final_metrics_after_the_run(tmp_path):
     assert value(lingering, "iowatt_io_latency_seconds_count", workload="randomread") == ops
     with pytest.raises(urllib.error.URLError):
         scrape(url)  # the linger is over: the endpoint has closed
+
+
+@pytest.mark.needs_root
+def test_errors_are_served_by_kind_as_the_run_stores_them(tmp_path, capsys, results, mounts):
+    """A stream of writes into a 1 MiB file system runs out of space mid-run."""
+    full = mounts.mount("-t", "tmpfs", "-o", "size=1m", "tmpfs", target=tmp_path / "full")
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    r = iowatt(capsys, "bench", "singlestreamwrite", "--target", full, "--runtime", "1s",
+               "--textfile", textfile, "--results", results, "--no-report", "-q")  # fmt: skip
+    assert r.code == 2 and "free some space" in r.err, r.err
+    (run_dir,) = runs_in(results)
+    stored = summary(run_dir)["workloads"]["singlestreamwrite"]["errors_by_kind"]
+    assert stored.get("ENOSPC", 0) > 0, stored
+    s = parse((textfile / "iowatt.prom").read_text())
+    served = {dict(labels)["kind"]: v for (name, labels), v in s.items()
+              if name == "iowatt_io_errors_by_kind_total"}  # fmt: skip
+    assert set(served) == set(stored) and all(served[k] >= n for k, n in stored.items())
