@@ -11,9 +11,16 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from iowatt.histogram import HEAT_EDGES_NS, heat_band_label, heat_bands, heat_level
+from iowatt.histogram import (
+    HEAT_EDGES_NS,
+    HEAT_PALETTE,
+    heat_band_label,
+    heat_bands,
+    heat_colour,
+    heat_level,
+)
 from iowatt.report import write_report
-from iowatt.report.heatmap import HEAT_AFTER, heat_norm
+from iowatt.report.heatmap import HEAT_AFTER, HEAT_CMAP, heat_norm
 from iowatt.report.load import load_run
 from support.cli import iowatt, runs_in
 from support.report import Workload, make_run
@@ -55,6 +62,22 @@ def test_the_colour_scale_is_the_histograms() -> None:
     assert heat_level(0, 5_000.0) is None
     assert heat_level(3, 1.0) == 1.0
     assert math.isclose(heat_level(10, 100.0) or 0, 0.5)
+
+
+def test_the_terminals_colours_are_the_reports() -> None:
+    """iowatt live colours a cell as the report's colour map does (matplotlib quantises its
+    map to 256 steps, hence a step of tolerance)."""
+    norm = heat_norm(5_000.0)
+    for ops in (1, 2, 7, 80, 999, 4_000, 5_000):
+        ours = heat_colour(ops, 5_000.0)
+        assert ours is not None
+        theirs = np.round(np.array(HEAT_CMAP(norm(ops))[:3]) * 255)
+        assert np.abs(np.array(list(bytes.fromhex(ours[1:]))) - theirs).max() <= 2, ops
+    assert (
+        heat_colour(1, 5_000.0) == HEAT_PALETTE[0]
+        and heat_colour(5_000, 5_000.0) == HEAT_PALETTE[-1]
+    )
+    assert heat_colour(0, 5_000.0) is None
 
 
 def test_a_long_run_has_a_heatmap_of_its_seconds(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 from prometheus_client import generate_latest
 
-from iowatt.histogram import HEAT_EDGES_NS, HEAT_PALETTE
+from iowatt.histogram import HEAT_EDGES_NS, heat_colour
 from iowatt.live.board import Board, Counts, Snapshot, labels_of
 from iowatt.live.dashboard import Dashboard
 from iowatt.live.exposition import registry_of
@@ -228,10 +228,13 @@ def test_the_dashboard_fits_80_by_24_and_its_keys_switch_the_breakdown_and_pause
     page.write_text(f"<body style='margin:0'>{(tmp_path / 'live.svg').read_text()}</body>")
     png = chromium.screenshot(page, tmp_path / "live.png", width=1000, height=640)
     pixels = np.asarray(Image.open(png).convert("RGB")).reshape(-1, 3)
-    # The heatmap is drawn in the report's palette: its darkest and lightest colours show.
-    palette = {tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)) for c in HEAT_PALETTE}
+    # The heatmap is drawn in the report's colours: the busiest cells (b's 1,500 a second at
+    # 400 µs in step 1) darkest, its 30 slow ones a second in step 2 on the same log scale.
     seen = {tuple(p) for p in np.unique(pixels, axis=0)}
-    assert len(palette & seen) >= 2, "no heatmap colours in the dashboard"
+    for ops in (1_500, 1_470, 30):
+        colour = heat_colour(ops, 1_500)
+        assert colour is not None
+        assert tuple(bytes.fromhex(colour[1:])) in seen, f"no {colour} for {ops} operations"
     if target := os.environ.get("IOWATT_DOCS_IMG"):
         shutil.copy(png, Path(target) / "live-dashboard.png")
 

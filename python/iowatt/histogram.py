@@ -42,6 +42,19 @@ def heat_level(ops: float, busiest: float) -> float | None:
     return math.log10(ops) / math.log10(busiest) if busiest > 1 else 1.0
 
 
+def heat_colour(ops: float, busiest: float) -> str | None:
+    """A cell's colour (``#rrggbb``): its :func:`heat_level` along the palette, blended
+    linearly between neighbouring colours as the report's colour map does; None when empty."""
+    level = heat_level(ops, busiest)
+    if level is None:
+        return None
+    x = min(max(level, 0.0), 1.0) * (len(HEAT_PALETTE) - 1)
+    i = min(int(x), len(HEAT_PALETTE) - 2)
+    a, b = (bytes.fromhex(HEAT_PALETTE[j][1:]) for j in (i, i + 1))
+    mixed = (round(p + (q - p) * (x - i)) for p, q in zip(a, b, strict=True))
+    return "#" + "".join(f"{c:02x}" for c in mixed)
+
+
 def heat_bands(values_ns: npt.ArrayLike, counts: npt.ArrayLike) -> list[int]:
     """Operations per heatmap band of a bucketed histogram (or of single latencies, with
     counts of 1), by the engine's rule."""

@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Static
 
-from iowatt.histogram import HEAT_EDGES_NS, HEAT_PALETTE, heat_level
+from iowatt.histogram import HEAT_EDGES_NS, heat_colour
 from iowatt.live.board import Snapshot
 from iowatt.live.feed import EndpointGone, Source
 from iowatt.live.view import ALL, View
@@ -24,13 +24,6 @@ from iowatt.units import format_ns, format_rate
 
 AXIS = 8  # the heatmap's label column
 HEAT_ROWS = 8  # 16 bands: four decades
-
-
-def colour(ops: int, busiest: int) -> str | None:
-    level = heat_level(ops, busiest)
-    if level is None:
-        return None
-    return HEAT_PALETTE[min(len(HEAT_PALETTE) - 1, int(level * len(HEAT_PALETTE)))]
 
 
 def heatmap(columns: list[list[int]], width: int, rows: int = HEAT_ROWS) -> Text:
@@ -49,8 +42,8 @@ def heatmap(columns: list[list[int]], width: int, rows: int = HEAT_ROWS) -> Text
         label = "> 100 s" if upper >= len(HEAT_EDGES_NS) else f"≤{format_ns(HEAT_EDGES_NS[upper])}"
         text.append(f"{label:>{AXIS - 1}} ", style="dim")
         for col in shown:
-            top = colour(col[upper], busiest)
-            bottom = colour(col[lower], busiest) if lower >= lo else None
+            top = heat_colour(col[upper], busiest)
+            bottom = heat_colour(col[lower], busiest) if lower >= lo else None
             if top is None and bottom is None:
                 text.append(" ")
             elif top is None:
