@@ -65,17 +65,6 @@ def heat_bands(values_ns: npt.ArrayLike, counts: npt.ArrayLike) -> list[int]:
     return np.bincount(band, weights=weights, minlength=len(edges) + 1).astype(np.int64).tolist()
 
 
-def heat_band_label(i: int) -> str:
-    """``≤ 1 µs``, ``2–5 ms``, ``> 100 s``: the latencies band ``i`` holds."""
-    from iowatt.units import format_ns
-
-    if i == 0:
-        return f"≤ {format_ns(HEAT_EDGES_NS[0])}"
-    if i == len(HEAT_EDGES_NS):
-        return f"> {format_ns(HEAT_EDGES_NS[-1])}"
-    return f"{format_ns(HEAT_EDGES_NS[i - 1])}–{format_ns(HEAT_EDGES_NS[i])}"
-
-
 # The percentiles every summary carries.
 STANDARD_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 
