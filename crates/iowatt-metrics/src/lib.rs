@@ -8,6 +8,7 @@ pub mod clock;
 pub mod histogram;
 pub mod interval;
 pub mod job;
+pub mod live;
 pub mod rng;
 pub mod units;
 
@@ -15,5 +16,6 @@ pub use clock::{now_ns, realtime_ns};
 pub use histogram::{Bucket, LatencyHistogram, LatencySoFar};
 pub use interval::{IntervalAccum, IntervalRow};
 pub use job::Job;
+pub use live::LiveTally;
 pub use rng::Rng;
 pub use units::{parse_duration_ns, parse_size, UnitError};

@@ -1,9 +1,7 @@
 //! A latency histogram as Python sees it: its buckets and the exact figures the engine keeps
 //! beside them (every engine's results use this one shape).
 
-use std::collections::BTreeMap;
-
-use iowatt_metrics::{LatencyHistogram, LatencySoFar};
+use iowatt_metrics::{LatencyHistogram, LiveTally};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -23,19 +21,21 @@ pub fn hist_dict<'py>(py: Python<'py>, h: &LatencyHistogram) -> PyResult<Bound<'
     Ok(d)
 }
 
-/// What a metrics scrape reads from a running engine: operations, bytes and errors so far and
-/// the latencies by band (`_engine.LiveCounts`; one shape for every engine).
+/// What a metrics scrape reads from a running engine: operations, bytes and errors so far,
+/// the errors by kind and the latencies by the bands of `edges` (`_engine.LiveCounts`; one
+/// shape for every engine).
 pub fn live_dict<'py>(
     py: Python<'py>,
     (ops, bytes, errors): (u64, u64, u64),
-    errors_by_kind: BTreeMap<String, u64>,
-    latency: LatencySoFar,
+    live: &LiveTally,
+    edges: &[u64],
 ) -> PyResult<Bound<'py, PyDict>> {
+    let latency = live.latency_so_far(edges);
     let d = PyDict::new(py);
     d.set_item("ops", ops)?;
     d.set_item("bytes", bytes)?;
     d.set_item("errors", errors)?;
-    d.set_item("errors_by_kind", errors_by_kind)?;
+    d.set_item("errors_by_kind", live.errors_by_kind())?;
     d.set_item("bands", latency.bands)?;
     d.set_item("count", latency.count)?;
     d.set_item("sum_ns", latency.sum_ns)?;

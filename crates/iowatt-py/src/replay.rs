@@ -138,9 +138,12 @@ impl Replay {
     fn live<'py>(&self, py: Python<'py>, edges_ns: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
         let progress = self.handle.progress();
         let p = progress.snapshot();
-        let latency = progress.latency_so_far(&edges_ns);
-        let by_kind = progress.errors_by_kind();
-        live_dict(py, (p.completed, p.bytes, p.failed), by_kind, latency)
+        live_dict(
+            py,
+            (p.completed, p.bytes, p.failed),
+            progress.live(),
+            &edges_ns,
+        )
     }
 
     /// Status, the schedule's zero on CLOCK_MONOTONIC, every request's record as column

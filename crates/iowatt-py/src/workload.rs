@@ -95,9 +95,7 @@ impl WorkloadRun {
     fn live<'py>(&self, py: Python<'py>, edges_ns: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
         let progress = self.handle.progress();
         let s = progress.snapshot();
-        let latency = progress.latency_so_far(&edges_ns);
-        let by_kind = progress.errors_by_kind();
-        live_dict(py, (s.ops, s.bytes, s.errors), by_kind, latency)
+        live_dict(py, (s.ops, s.bytes, s.errors), progress.live(), &edges_ns)
     }
 
     /// The output as plain Python data; raises the run's error if it could not start.

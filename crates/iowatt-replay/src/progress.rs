@@ -1,11 +1,10 @@
 //! Live counts a caller polls while the replay runs (monitoring never touches the schedule:
 //! relaxed atomics the scheduler and requests bump, read from another thread).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use iowatt_metrics::{LatencyHistogram, LatencySoFar};
+use iowatt_metrics::LiveTally;
 
 use tokio::sync::Notify;
 
@@ -21,10 +20,9 @@ struct Counters {
     cancelled: AtomicBool,
     /// Wakes the replay's waits when it is cancelled (from any thread, runtime or not).
     cancel: Notify,
-    /// Completion times of the requests answered so far (for a metrics scrape).
-    latency: Mutex<LatencyHistogram>,
-    /// Failed requests by kind (`timeout`, `reset` …).
-    errors_by_kind: Mutex<BTreeMap<String, u64>>,
+    /// Completion times of the requests answered so far and failures by kind (`timeout`,
+    /// `reset` …), for a metrics scrape.
+    live: LiveTally,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -87,33 +85,17 @@ impl Progress {
         c.completed.fetch_add(1, Relaxed);
         c.bytes.fetch_add(bytes, Relaxed);
         match took_ns {
-            Ok(ns) => c
-                .latency
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .record(ns),
+            Ok(ns) => c.live.record_latency(ns),
             Err(kind) => {
                 c.failed.fetch_add(1, Relaxed);
-                let mut by_kind = c.errors_by_kind.lock().unwrap_or_else(|e| e.into_inner());
-                *by_kind.entry(kind.to_string()).or_insert(0) += 1;
+                c.live.add_error(kind);
             }
         }
     }
 
-    /// Failed requests so far, by kind.
-    pub fn errors_by_kind(&self) -> BTreeMap<String, u64> {
-        let by_kind = self
-            .0
-            .errors_by_kind
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        by_kind.clone()
-    }
-
-    /// The answered requests' completion times so far, by the bands of `edges`.
-    pub fn latency_so_far(&self, edges: &[u64]) -> LatencySoFar {
-        let latency = self.0.latency.lock().unwrap_or_else(|e| e.into_inner());
-        latency.so_far(edges)
+    /// The latencies and failures by kind a metrics scrape reads.
+    pub fn live(&self) -> &LiveTally {
+        &self.0.live
     }
 
     pub fn snapshot(&self) -> ProgressSnapshot {

@@ -2,11 +2,10 @@
 //! metrics endpoint): cheap counters the workers publish in batches, the measured latencies
 //! merged once per interval, the phase, and the cancel flag.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use iowatt_metrics::{LatencyHistogram, LatencySoFar};
+use iowatt_metrics::LiveTally;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -64,11 +63,10 @@ struct Shared {
     /// Held runs wait, once prepared, until `release_at` (CLOCK_REALTIME ns, 0: not yet).
     held: AtomicBool,
     release_at: AtomicU64,
-    /// Every measured operation's latency so far: the workers' interval histograms, merged as
-    /// the collector receives them (once a second per worker, never per operation).
-    latency: Mutex<LatencyHistogram>,
-    /// Failed operations by kind (`EIO`, `ENOSPC` …), ramp included, as they happen.
-    errors_by_kind: Mutex<BTreeMap<String, u64>>,
+    /// Every measured operation's latency so far (the workers' interval histograms, merged as
+    /// the collector receives them: once a second per worker, never per operation) and every
+    /// failure by kind, ramp included.
+    live: LiveTally,
 }
 
 #[derive(Clone, Default)]
@@ -160,36 +158,9 @@ impl Progress {
         self.0.measure_end_ns.store(end_ns, Relaxed);
     }
 
-    pub(crate) fn add_latency(&self, hist: &LatencyHistogram) {
-        if hist.count() > 0 {
-            let mut so_far = self.0.latency.lock().unwrap_or_else(|e| e.into_inner());
-            so_far.merge(hist);
-        }
-    }
-
-    pub(crate) fn add_error(&self, kind: String) {
-        let mut by_kind = self
-            .0
-            .errors_by_kind
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *by_kind.entry(kind).or_insert(0) += 1;
-    }
-
-    /// Failed operations so far, by kind.
-    pub fn errors_by_kind(&self) -> BTreeMap<String, u64> {
-        let by_kind = self
-            .0
-            .errors_by_kind
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        by_kind.clone()
-    }
-
-    /// The latencies measured so far, by the bands of `edges`.
-    pub fn latency_so_far(&self, edges: &[u64]) -> LatencySoFar {
-        let so_far = self.0.latency.lock().unwrap_or_else(|e| e.into_inner());
-        so_far.so_far(edges)
+    /// The latencies and failures by kind a metrics scrape reads.
+    pub fn live(&self) -> &LiveTally {
+        &self.0.live
     }
 
     pub(crate) fn publish(&self, ops: u64, bytes: u64, errors: u64) {

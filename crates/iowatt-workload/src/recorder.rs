@@ -115,7 +115,8 @@ impl Recorder {
 
     pub fn failed(&mut self, flowop: usize, done: u64, errno: i32) {
         self.unpublished.2 += 1;
-        self.progress.add_error(errno_name(errno));
+        let kind = errno_name(errno);
+        self.progress.live().add_error(&kind);
         if done < self.measure_start || done >= self.measure_end {
             return;
         }
@@ -124,7 +125,7 @@ impl Recorder {
         }
         self.flowops[flowop].errors += 1;
         self.interval.errors += 1;
-        *self.errors_by_kind.entry(errno_name(errno)).or_insert(0) += 1;
+        *self.errors_by_kind.entry(kind).or_insert(0) += 1;
     }
 
     /// Hands the finished interval(s) to the collector and moves to the one containing `now`.

@@ -284,7 +284,7 @@ fn execute<'w, T: Send>(
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(msg) => {
-                    progress.add_latency(&msg.accum.hist);
+                    progress.live().merge_latency(&msg.accum.hist);
                     collector.add(msg);
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,

@@ -180,9 +180,7 @@ def _progress(
         for address, p in hosts.items():
             host = names.get(address, address)
             first = host not in latest
-            bands = list(p.get("bands") or Counts().bands)
-            latest[host] = Counts(p["ops"], p["bytes"], p["errors"], bands, p["sum_ns"] / 1e9,
-                                  p["errors_by_kind"])  # fmt: skip
+            latest[host] = Counts(**p["live"])
             if first:
                 board().watch(
                     functools.partial(latest.__getitem__, host), workload=wl.name, host=host

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from iowatt._engine import WorkloadResult, WorkloadRun, result_failure
 from iowatt.histogram import HEAT_EDGES_NS
+from iowatt.live.board import Counts
 
 # How often a host looks whether the command was stopped.
 STOP_POLL_S = 0.5
@@ -74,11 +75,6 @@ def _progress(runs: Sequence[WorkloadRun]) -> dict[str, Any]:
     out: dict[str, Any] = {**parts[0], "now_ns": time.monotonic_ns()}
     for k in PROGRESS_COUNTS:
         out[k] = sum(p[k] for p in parts)  # type: ignore[literal-required]
-    lives = [r.live(HEAT_EDGES_NS) for r in runs]
-    out["bands"] = [sum(col) for col in zip(*(lv["bands"] for lv in lives), strict=True)]
-    out["sum_ns"] = sum(lv["sum_ns"] for lv in lives)
-    out["errors_by_kind"] = {}
-    for lv in lives:
-        for kind, n in lv["errors_by_kind"].items():
-            out["errors_by_kind"][kind] = out["errors_by_kind"].get(kind, 0) + n
+    live = sum((Counts.of(r.live(HEAT_EDGES_NS)) for r in runs), Counts())
+    out["live"] = asdict(live)
     return out

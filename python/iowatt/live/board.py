@@ -96,7 +96,9 @@ class Snapshot:
 class Board:
     """The live state of one iowatt process; thread-safe (verbs write, the endpoint reads)."""
 
-    def __init__(self) -> None:
+    def __init__(self, listened: bool = True) -> None:
+        # Unlistened (nothing serves it), the board skips what costs per sample: readings.
+        self.listened = listened
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
         self._done: dict[Labels, Counts] = {}
@@ -153,6 +155,8 @@ class Board:
     def readings(self, channels: Sequence[Mapping[str, Any]], chunk: Mapping[str, Any]) -> None:
         """Samples from a power recording's drain (``mono_ns``, ``channel``, ``value``):
         watts and joules per power channel, fan speeds, temperatures."""
+        if not self.listened:
+            return
         with self._lock:
             s = self._state
             for t, i, v in zip(chunk["mono_ns"], chunk["channel"], chunk["value"], strict=True):
@@ -213,7 +217,7 @@ class Board:
             )
 
 
-_current = Board()
+_current = Board(listened=False)
 
 
 def board() -> Board:
@@ -221,9 +225,9 @@ def board() -> Board:
     return _current
 
 
-def fresh_board() -> Board:
-    """Starts a new board for the command being served (a test runs many commands in one
-    process; each serves only its own)."""
+def fresh_board(listened: bool) -> Board:
+    """Starts a new board for the command (a test runs many commands in one process; each
+    serves only its own); ``listened`` when something serves it."""
     global _current
-    _current = Board()
+    _current = Board(listened)
     return _current

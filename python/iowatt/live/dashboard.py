@@ -112,7 +112,7 @@ class Dashboard(App[None]):
 
     def on_mount(self) -> None:
         self.advance()
-        self.timer = self.set_interval(self.every_s, self.advance)
+        self.set_interval(self.every_s, self.advance)
 
     def advance(self) -> None:
         """Reads the next snapshot and redraws (the timer's tick; tests call it directly)."""

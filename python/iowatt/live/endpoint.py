@@ -174,7 +174,7 @@ class Endpoint:
 @contextmanager
 def serving(serve: Serve, note: Callable[[str], None]) -> Iterator[Board]:
     """A fresh board for the command, served as asked while the block runs."""
-    board = fresh_board()
+    board = fresh_board(serve.wanted)
     if not serve.wanted:
         yield board
         return

@@ -6,7 +6,6 @@ heatmap's columns, power, fans and the stimulus, and the events a user should no
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from iowatt.histogram import DEFAULT_SLOW_NS, HEAT_EDGES_NS
@@ -139,13 +138,6 @@ def _grouped(s: Snapshot | None, label: str) -> dict[str, Counts]:
         name = dict(key).get(label, "")
         out[name] = out.get(name, Counts()) + c
     return out
-
-
-def _sum(counts: Iterable[Counts]) -> Counts:
-    total = Counts()
-    for c in counts:
-        total = total + c
-    return total
 
 
 def _minus(a: Counts, b: Counts) -> Counts:

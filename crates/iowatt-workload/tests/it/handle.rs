@@ -144,10 +144,10 @@ fn the_latencies_so_far_hold_every_stored_interval_by_band() {
     cfg.runtime_ns = 1_500_000_000;
     let run = RunHandle::new(cfg.build().unwrap());
     let edges = [10_000, 100_000, 1_000_000];
-    assert_eq!(run.progress().latency_so_far(&edges).count, 0);
+    assert_eq!(run.progress().live().latency_so_far(&edges).count, 0);
     assert!(run.start());
     while !run.wait(Duration::from_millis(20)) {}
-    let so_far = run.progress().latency_so_far(&edges);
+    let so_far = run.progress().live().latency_so_far(&edges);
     assert_eq!(so_far.bands.iter().sum::<u64>(), so_far.count);
     let (stored, ops, last_interval) = run
         .with_outcome(|o| {
