@@ -399,11 +399,23 @@ class TreeRecreate(_EngineJob):
         b = buffers
         self._run = _engine_call(
             lambda: _core.TreeRecreate(
-                dest, n, b["path_offsets"], b["path_data"], b["kind"], b["size"], b["mode"],
-                b["mtime_ns"], b["atime_ns"], b["target_offsets"], b["target_data"],
-                sparse=sparse, resume=resume, threads=threads, seed=seed,
+                dest,
+                n,
+                b["path_offsets"],
+                b["path_data"],
+                b["kind"],
+                b["size"],
+                b["mode"],
+                b["mtime_ns"],
+                b["atime_ns"],
+                b["target_offsets"],
+                b["target_data"],
+                sparse=sparse,
+                resume=resume,
+                threads=threads,
+                seed=seed,
             )
-        )  # fmt: skip
+        )
 
     def progress(self) -> TreeProgress:
         return cast(TreeProgress, self._run.progress())
@@ -453,10 +465,18 @@ class Replay(_Counted):
         b = buffers
         self._run = _engine_call(
             lambda: _core.Replay(
-                n, b["due_ns"], b["method"], methods, b["target_offsets"], b["target_data"],
-                b["client"], b.get("host_index", b""), hosts, **config,
+                n,
+                b["due_ns"],
+                b["method"],
+                methods,
+                b["target_offsets"],
+                b["target_data"],
+                b["client"],
+                b.get("host_index", b""),
+                hosts,
+                **config,
             )
-        )  # fmt: skip
+        )
 
     def progress(self) -> ReplayProgress:
         return cast(ReplayProgress, self._run.progress())
@@ -487,10 +507,19 @@ def _engine_call(
 
 # A FileIO field → the bench option it comes from.
 _OPTIONS = {
-    "iosize": "--iosize", "filesize": "--filesize", "nthreads": "--nthreads", "rate": "--rate",
-    "seed": "--seed", "runtime_ns": "--runtime", "ramp_ns": "--ramp", "iodepth": "--iodepth",
-    "slow_ns": "--slow", "engine": "--engine", "directio": "--directio", "dsync": "--dsync",
-}  # fmt: skip
+    "iosize": "--iosize",
+    "filesize": "--filesize",
+    "nthreads": "--nthreads",
+    "rate": "--rate",
+    "seed": "--seed",
+    "runtime_ns": "--runtime",
+    "ramp_ns": "--ramp",
+    "iodepth": "--iodepth",
+    "slow_ns": "--slow",
+    "engine": "--engine",
+    "directio": "--directio",
+    "dsync": "--dsync",
+}
 _SERDE_PLACE = re.compile(r"^(?:invalid workload(?: model)?: )?(.*) at line (\d+) column (\d+)$")
 _SHOWN = 40  # characters of a value quoted in a message
 

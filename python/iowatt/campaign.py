@@ -52,8 +52,20 @@ else:  # pragma: no cover - Python 3.10
 
 ORDERS = ("interleaved", "blocked", "random")
 _OPTION_KEYS = tuple(f.name for f in fields(Options) if f.name != "seed")
-_TOP_KEYS = ("name", "repetitions", "order", "cooldown", "drop_caches", "target",
-             "destroy_data", "seed", "labels", "defaults", "workload", "env")  # fmt: skip
+_TOP_KEYS = (
+    "name",
+    "repetitions",
+    "order",
+    "cooldown",
+    "drop_caches",
+    "target",
+    "destroy_data",
+    "seed",
+    "labels",
+    "defaults",
+    "workload",
+    "env",
+)
 _WORKLOAD_KEYS = ("run", "suite", *_OPTION_KEYS)
 _ENV_KEYS = ("name", "labels", "setup", "teardown", "hosts")
 # Labels iowatt sets on every campaign run; an environment may not redefine them.
@@ -315,10 +327,11 @@ def _env(table: Mapping[str, Any], i: int, where: str) -> Env:
             )
     hosts = table.get("hosts", [])
     if not (isinstance(hosts, list) and all(isinstance(h, str) and h for h in hosts)):
-        raise ConfigError(f"{where}: {part} hosts `{hosts}` must be a list of host names",
-                          'e.g. hosts = ["node1", "node2"] (with --cluster)')  # fmt: skip
-    return Env(str(table["name"]), labels, table.get("setup"), table.get("teardown"),
-               tuple(hosts))  # fmt: skip
+        raise ConfigError(
+            f"{where}: {part} hosts `{hosts}` must be a list of host names",
+            'e.g. hosts = ["node1", "node2"] (with --cluster)',
+        )
+    return Env(str(table["name"]), labels, table.get("setup"), table.get("teardown"), tuple(hosts))
 
 
 def _entry(table: Mapping[str, Any], i: int, where: str) -> Entry:
@@ -481,8 +494,16 @@ def run(
     todo = [p for p in planned if p.key not in done]
     reporter.started(campaign, len(planned), len(planned) - len(todo))
     groups = lanes(campaign) if campaign.fleet else [campaign.envs]
-    run_lane = partial(_run_lane, campaign, results=results, reporter=reporter, runner=runner,
-                       drop=drop, done=done, total=len(planned))  # fmt: skip
+    run_lane = partial(
+        _run_lane,
+        campaign,
+        results=results,
+        reporter=reporter,
+        runner=runner,
+        drop=drop,
+        done=done,
+        total=len(planned),
+    )
     try:
         if len(groups) == 1:
             run_lane(todo, None)
@@ -507,8 +528,9 @@ def lanes(campaign: Campaign) -> list[list[Env]]:
         merged = [e for g in touching for e in g] + [env]
         groups = [g for g in groups if g not in touching] + [merged]
     order = {e.name: i for i, e in enumerate(campaign.envs)}
-    return sorted((sorted(g, key=lambda e: order[e.name]) for g in groups),
-                  key=lambda g: order[g[0].name])  # fmt: skip
+    return sorted(
+        (sorted(g, key=lambda e: order[e.name]) for g in groups), key=lambda g: order[g[0].name]
+    )
 
 
 def _share(a: Env, b: Env) -> bool:
@@ -537,8 +559,10 @@ def _run_lanes(
             failures.append(e)
             stop.set()
 
-    note(f"{len(groups)} groups of environments on disjoint hosts run at once: "
-         + "; ".join(", ".join(e.name for e in g) for g in groups))  # fmt: skip
+    note(
+        f"{len(groups)} groups of environments on disjoint hosts run at once: "
+        + "; ".join(", ".join(e.name for e in g) for g in groups)
+    )
     threads = [threading.Thread(target=lane, args=(g,), daemon=True) for g in groups]
     for t in threads:
         t.start()

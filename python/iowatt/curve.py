@@ -28,9 +28,18 @@ from iowatt.store.schemas import CURVE_SCHEMA
 CURVE_FORMAT = "iowatt-curve/1"
 # The keys of a curve file and of each of its points, in the order they are written.
 CURVE_KEYS = (
-    "format", "run_id", "status", "disk", "stimulus", "settle_s", "hold_s", "passes",
-    "generator", "max_mib_s", "points",
-)  # fmt: skip
+    "format",
+    "run_id",
+    "status",
+    "disk",
+    "stimulus",
+    "settle_s",
+    "hold_s",
+    "passes",
+    "generator",
+    "max_mib_s",
+    "points",
+)
 POINT_KEYS = ("value", "mib_s", "mib_s_min", "mib_s_max", "norm", "norm_min", "norm_max", "passes")
 # Sensor readings averaged over one step's hold window (both ends included).
 SENSOR_MEANS_SCHEMA = pa.schema(

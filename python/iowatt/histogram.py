@@ -29,9 +29,17 @@ HEAT_EDGES_NS: tuple[int, ...] = (
 # busiest cell (``heat_level``) picks a colour along these, evenly spaced (viridis, light for
 # few, dark for many).
 HEAT_PALETTE: tuple[str, ...] = (
-    "#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989",
-    "#482878", "#440154",
-)  # fmt: skip
+    "#fde725",
+    "#b5de2b",
+    "#6ece58",
+    "#35b779",
+    "#1f9e89",
+    "#26828e",
+    "#31688e",
+    "#3e4989",
+    "#482878",
+    "#440154",
+)
 
 
 def heat_level(ops: float, busiest: float) -> float | None:

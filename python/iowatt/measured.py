@@ -11,9 +11,17 @@ from typing import Any
 # File systems whose "device" is memory.
 _MEMORY_FS = frozenset({"tmpfs", "ramfs"})
 # Flowops that move data through a file (the ones whose O_DIRECT matters).
-_DATA_FLOWOPS = frozenset({
-    "read", "write", "readwholefile", "writewholefile", "appendfile", "appendfilerand", "aiowrite",
-})  # fmt: skip
+_DATA_FLOWOPS = frozenset(
+    {
+        "read",
+        "write",
+        "readwholefile",
+        "writewholefile",
+        "appendfile",
+        "appendfilerand",
+        "aiowrite",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,14 @@ def cleanup(directory: Path, dry_run: bool = False) -> dict[str, Any]:
     """Delete the files and directories the manifest in ``directory`` lists, then the manifest;
     nothing else. Returns what was removed and what was kept (e.g. a file the user put there)."""
     root = aged_root(directory)
-    out: dict[str, Any] = {"dir": str(directory), "dry_run": dry_run, "files_removed": 0,
-                           "bytes_removed": 0, "dirs_removed": 0, "kept": []}  # fmt: skip
+    out: dict[str, Any] = {
+        "dir": str(directory),
+        "dry_run": dry_run,
+        "files_removed": 0,
+        "bytes_removed": 0,
+        "dirs_removed": 0,
+        "kept": [],
+    }
     if root is None:
         return out
     m = _own_manifest(root)

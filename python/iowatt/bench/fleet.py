@@ -83,8 +83,12 @@ def on_host(job: HostJob, gate: Any) -> dict[str, Any] | None:
         if held is None:  # the start was called off: another host failed
             return None
         ((result, _),) = held.results
-        return {"result": result, "facts": facts, "layout_s": held.layout_s,
-                "model": engine.model_dict()}  # fmt: skip
+        return {
+            "result": result,
+            "facts": facts,
+            "layout_s": held.layout_s,
+            "model": engine.model_dict(),
+        }
     finally:
         for path in (workdir, scratch):
             if path is not None:
@@ -137,8 +141,10 @@ def run_fleet(
             for wl in config.workloads:
                 reporter.workload_started(wl)
                 note(f"{wl.name}: laying out on {len(chosen)} hosts")
-                jobs = {a: HostJob(wl, h, fleet.targets[h], run_id, config.destroy_data)
-                        for a, h in chosen.items()}  # fmt: skip
+                jobs = {
+                    a: HostJob(wl, h, fleet.targets[h], run_id, config.destroy_data)
+                    for a, h in chosen.items()
+                }
                 start = start_together(
                     client, on_host, jobs, note, _progress(wl, chosen, reporter), stop=stop
                 )
@@ -220,9 +226,19 @@ def _outcome(
         result = as_arrays(got["result"]) if got.get("result") else None
         began = o["start_here_ns"]
         skew = began - first_start if began is not None and first_start is not None else None
-        r = HostRun(name, addr, fleet.targets[name], result, o["error"], o["offset_ns"],
-                    o["delay_ns"], skew, o["late_ns"], got.get("layout_s"),
-                    got.get("facts"))  # fmt: skip
+        r = HostRun(
+            name,
+            addr,
+            fleet.targets[name],
+            result,
+            o["error"],
+            o["offset_ns"],
+            o["delay_ns"],
+            skew,
+            o["late_ns"],
+            got.get("layout_s"),
+            got.get("facts"),
+        )
         if r.result is not None:
             r.summary = workload_summary(r.result)
         if r.facts is not None and name not in fleet.facts:
@@ -266,9 +282,12 @@ def _outcome(
 def _warn_about(host: str, facts: dict[str, Any], sink: WarningSink) -> None:
     fs = (facts.get("target") or {}).get("fs_type")
     if fs in ("tmpfs", "ramfs"):
-        sink.warn(RunWarning(Kind.TMPFS_TARGET,
-                             f"host {host}: the target is on {fs}: results measure memory, "
-                             "not a storage device"))  # fmt: skip
+        sink.warn(
+            RunWarning(
+                Kind.TMPFS_TARGET,
+                f"host {host}: the target is on {fs}: results measure memory, not a storage device",
+            )
+        )
 
 
 def _text(path: Path | None) -> str | None:

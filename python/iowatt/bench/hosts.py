@@ -56,8 +56,10 @@ def manifest_section(fleet: Fleet) -> dict[str, Any]:
 
 def summary_section(fleet: Fleet) -> dict[str, Any]:
     """Per host, per workload: its summary with its clock and start, or why it has none."""
-    out: dict[str, Any] = {h: {"worker": a, "target": fleet.targets[h], "workloads": {}}
-                           for a, h in fleet.hosts.items()}  # fmt: skip
+    out: dict[str, Any] = {
+        h: {"worker": a, "target": fleet.targets[h], "workloads": {}}
+        for a, h in fleet.hosts.items()
+    }
     for wl, runs in fleet.runs.items():
         for r in runs:
             out[r.host]["workloads"][wl] = {
@@ -83,17 +85,29 @@ def write_tables(writer: RunWriter, fleet: Fleet) -> None:
             s = r.summary or {}
             lat = s.get("latency_ns") or {}
             row = {
-                "run_id": writer.run_id, "host": r.host, "worker": r.worker,
-                "target": r.target, "workload": wl,
-                "status": s.get("status", "failed"), "reason": r.error or s.get("reason"),
-                "ops": s.get("ops"), "bytes": s.get("bytes"), "errors": s.get("errors"),
-                "runtime_s": s.get("runtime_s"), "ops_s": s.get("ops_s"),
-                "mib_s": s.get("mib_s"), "p50_ns": lat.get("p50"), "p99_ns": lat.get("p99"),
-                "p999_ns": lat.get("p99.9"), "max_ns": lat.get("max"),
-                "offset_ns": r.offset_ns, "delay_ns": r.delay_ns,
-                "start_skew_ns": r.start_skew_ns, "late_ns": r.late_ns,
+                "run_id": writer.run_id,
+                "host": r.host,
+                "worker": r.worker,
+                "target": r.target,
+                "workload": wl,
+                "status": s.get("status", "failed"),
+                "reason": r.error or s.get("reason"),
+                "ops": s.get("ops"),
+                "bytes": s.get("bytes"),
+                "errors": s.get("errors"),
+                "runtime_s": s.get("runtime_s"),
+                "ops_s": s.get("ops_s"),
+                "mib_s": s.get("mib_s"),
+                "p50_ns": lat.get("p50"),
+                "p99_ns": lat.get("p99"),
+                "p999_ns": lat.get("p99.9"),
+                "max_ns": lat.get("max"),
+                "offset_ns": r.offset_ns,
+                "delay_ns": r.delay_ns,
+                "start_skew_ns": r.start_skew_ns,
+                "late_ns": r.late_ns,
                 "layout_s": r.layout_s,
-            }  # fmt: skip
+            }
             for k, v in row.items():
                 rows[k].append(v)
             if r.result is not None:

@@ -31,9 +31,18 @@ INTERP_MIN_BUF = 64 << 10  # interp/mod.rs: a FileMacro thread's buffer is at le
 SLOTS = 128  # interp/mod.rs: FileBench's THREADFLOW_MAXFD descriptor slots per thread
 # Flowops that open a file into the thread's slot (interp/files.rs `ensure_open`, `open_into`).
 _OPENING = frozenset(
-    ("read", "write", "aiowrite", "createfile", "openfile", "readwholefile", "writewholefile",
-     "appendfile", "appendfilerand")
-)  # fmt: skip
+    (
+        "read",
+        "write",
+        "aiowrite",
+        "createfile",
+        "openfile",
+        "readwholefile",
+        "writewholefile",
+        "appendfile",
+        "appendfilerand",
+    )
+)
 # Share of MemAvailable a workload may take: the rest is for iowatt itself (collecting and
 # writing results) and for the page cache a buffered workload goes through.
 MEMORY_SHARE = 0.8

@@ -53,11 +53,17 @@ def as_arrays(result: WorkloadResult) -> WorkloadResult:
     import numpy as np
 
     def arrays(h: Mapping[str, Any]) -> dict[str, Any]:
-        return {**h, "value_ns": np.asarray(h["value_ns"], dtype=np.int64),
-                "count": np.asarray(h["count"], dtype=np.int64)}  # fmt: skip
+        return {
+            **h,
+            "value_ns": np.asarray(h["value_ns"], dtype=np.int64),
+            "count": np.asarray(h["count"], dtype=np.int64),
+        }
 
-    converted = {**result, "histogram": arrays(result["histogram"]),
-                 "flowops": [arrays(f) for f in result["flowops"]]}  # fmt: skip
+    converted = {
+        **result,
+        "histogram": arrays(result["histogram"]),
+        "flowops": [arrays(f) for f in result["flowops"]],
+    }
     return cast(WorkloadResult, converted)
 
 

@@ -14,8 +14,25 @@ from iowatt.histogram import latency_summary, percentiles
 from iowatt.store.schemas import INTERVAL_SCHEMA, LATENCY_SCHEMA
 
 MIB = 1 << 20
-FIO_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0,
-                   99.5, 99.9, 99.95, 99.99)  # fmt: skip
+FIO_PERCENTILES = (
+    1.0,
+    5.0,
+    10.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    70.0,
+    80.0,
+    90.0,
+    95.0,
+    99.0,
+    99.5,
+    99.9,
+    99.95,
+    99.99,
+)
 
 
 def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:

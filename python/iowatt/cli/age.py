@@ -55,29 +55,53 @@ class _Bars:
 
 @click.command("age")
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
-@click.option("--fill", metavar="PCT%|SIZE",
-              help="How full to make DIR's file system: a share of its size (`90%`), or a size "
-              "of data to write (`20g`).")  # fmt: skip
-@click.option("--sizes", metavar="MIN..MAX",
-              help=f"File sizes  [default: {age_lib.DEFAULT_SIZES}, the study's]")  # fmt: skip
-@click.option("--dist", type=click.Choice(age_lib.DISTS),
-              help="How sizes are drawn: loguniform (most files small, a few huge) or uniform  "
-              "[default: loguniform]")  # fmt: skip
-@click.option("--delete", metavar="PCT%|SIZE",
-              help="Then delete random files until this share of the bytes written (or this "
-              f"size) is freed  [default: {age_lib.DEFAULT_DELETE}]")  # fmt: skip
-@click.option("--delete-sizes", metavar="MIN..MAX",
-              help="Delete only files of these sizes (the study: 50k..1g)  "
-              "[default: any]")  # fmt: skip
+@click.option(
+    "--fill",
+    metavar="PCT%|SIZE",
+    help="How full to make DIR's file system: a share of its size (`90%`), or a size "
+    "of data to write (`20g`).",
+)
+@click.option(
+    "--sizes",
+    metavar="MIN..MAX",
+    help=f"File sizes  [default: {age_lib.DEFAULT_SIZES}, the study's]",
+)
+@click.option(
+    "--dist",
+    type=click.Choice(age_lib.DISTS),
+    help="How sizes are drawn: loguniform (most files small, a few huge) or uniform  "
+    "[default: loguniform]",
+)
+@click.option(
+    "--delete",
+    metavar="PCT%|SIZE",
+    help="Then delete random files until this share of the bytes written (or this "
+    f"size) is freed  [default: {age_lib.DEFAULT_DELETE}]",
+)
+@click.option(
+    "--delete-sizes",
+    metavar="MIN..MAX",
+    help="Delete only files of these sizes (the study: 50k..1g)  [default: any]",
+)
 @click.option("--seed", metavar="N", help="Seed of sizes, data and deletions (recorded).")
-@click.option("--manifest", "copy_to", metavar="PATH", type=click.Path(path_type=Path),
-              help="Keep a copy of the manifest at PATH too (it survives --cleanup).")  # fmt: skip
-@click.option("--recreate", metavar="MANIFEST", type=click.Path(path_type=Path),
-              help="Recreate the aging a manifest describes: the same files, sizes and "
-              "deletions.")  # fmt: skip
-@click.option("--cleanup", is_flag=True,
-              help="Delete what iowatt age made in DIR: only what its manifest "
-              "lists.")  # fmt: skip
+@click.option(
+    "--manifest",
+    "copy_to",
+    metavar="PATH",
+    type=click.Path(path_type=Path),
+    help="Keep a copy of the manifest at PATH too (it survives --cleanup).",
+)
+@click.option(
+    "--recreate",
+    metavar="MANIFEST",
+    type=click.Path(path_type=Path),
+    help="Recreate the aging a manifest describes: the same files, sizes and deletions.",
+)
+@click.option(
+    "--cleanup",
+    is_flag=True,
+    help="Delete what iowatt age made in DIR: only what its manifest lists.",
+)
 @click.option("--status", is_flag=True, help="Show the aging in DIR.")
 @click.option("--dry-run", is_flag=True, help="Show what would be written or removed; do nothing.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
@@ -106,16 +130,24 @@ def age(
       iowatt age /mnt/disk --status
       iowatt age /mnt/disk --cleanup
     """
-    modes = [name for name, on in (("--recreate", recreate), ("--cleanup", cleanup),
-                                   ("--status", status)) if on]  # fmt: skip
+    modes = [
+        name
+        for name, on in (("--recreate", recreate), ("--cleanup", cleanup), ("--status", status))
+        if on
+    ]
     if len(modes) > 1:
         raise ConfigError(f"{modes[0]} and {modes[1]} cannot be combined", "give one of them")
     mode = modes[0] if modes else None
     if copy_to is not None and mode is None:
         check_output(copy_to, "--manifest")
-    given: dict[str, object] = {"--fill": fill, "--sizes": sizes, "--dist": dist,
-                                "--delete": delete, "--delete-sizes": delete_sizes,
-                                "--seed": seed}  # fmt: skip
+    given: dict[str, object] = {
+        "--fill": fill,
+        "--sizes": sizes,
+        "--dist": dist,
+        "--delete": delete,
+        "--delete-sizes": delete_sizes,
+        "--seed": seed,
+    }
     if mode is not None:
         if mode != "--recreate":
             given["--manifest"] = copy_to

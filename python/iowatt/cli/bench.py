@@ -57,13 +57,22 @@ each, 64 MiB file) in a temporary directory.
 @click.option("--rate", type=float, help="Open-loop rate limit in ops/s across all threads.")
 @click.option("--seed", type=int, help="Seed for offsets and data (recorded in the run).")
 @click.option("--slow", help="Count operations above these latencies each second [100ms,200ms].")
-@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
-              help="Set a workload file's $variable, e.g. --set nthreads=32.")  # fmt: skip
-@click.option("--no-system", is_flag=True,
-              help="Refuse a workload file that runs shell commands (`system`).")  # fmt: skip
-@click.option("--check", is_flag=True,
-              help="Read a workload file and list its variables, filesets, commands and "
-                   "notices; run nothing.")  # fmt: skip
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Set a workload file's $variable, e.g. --set nthreads=32.",
+)
+@click.option(
+    "--no-system", is_flag=True, help="Refuse a workload file that runs shell commands (`system`)."
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Read a workload file and list its variables, filesets, commands and "
+    "notices; run nothing.",
+)
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--repeat", type=int, default=1, help="Run it N times and summarise the series.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")

@@ -121,8 +121,10 @@ def campaign_cmd(
         return
     if not fleet and any(e.hosts for e in campaign.envs):
         env = next(e for e in campaign.envs if e.hosts)
-        raise ConfigError(f"{file.name}: env `{env.name}` names hosts, which need --cluster",
-                          "run it with --cluster, or drop the env's hosts")  # fmt: skip
+        raise ConfigError(
+            f"{file.name}: env `{env.name}` names hosts, which need --cluster",
+            "run it with --cluster, or drop the env's hosts",
+        )
     reporter = LineReporter(quiet)
     try:
         if fleet:
@@ -162,8 +164,9 @@ def _on_fleet(
 
         def drop(hosts: tuple[str, ...] | None) -> None:
             """The page cache of the hosts the next run reads on."""
-            workers = pick(client.scheduler_info()["workers"], list(hosts or names or []) or None,
-                           Targets())  # fmt: skip
+            workers = pick(
+                client.scheduler_info()["workers"], list(hosts or names or []) or None, Targets()
+            )
             client.run(pagecache.drop, workers=list(workers))
 
         return campaign_lib.run(campaign, where, reporter, one, drop)

@@ -26,8 +26,13 @@ from iowatt.warnings import WarningSink
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Only runs with it.")
 @click.option("--workload", "workloads", multiple=True, help="Only this workload (repeatable).")
 @click.option("--metric", type=click.Choice(list(METRICS)), default="ops_s", show_default=True)
-@click.option("--layout", type=click.Choice(LAYOUTS), default="long", show_default=True,
-              help="study: workloads as rows, groups as columns, % difference beside.")  # fmt: skip
+@click.option(
+    "--layout",
+    type=click.Choice(LAYOUTS),
+    default="long",
+    show_default=True,
+    help="study: workloads as rows, groups as columns, % difference beside.",
+)
 @click.option(
     "--format", "fmt", type=click.Choice((*FORMATS, "html")), default="text", show_default=True
 )
@@ -35,8 +40,12 @@ from iowatt.warnings import WarningSink
 @click.option("--slow", help="Latency thresholds for the tail fractions [100ms,200ms].")
 @click.option("--test", type=click.Choice(TESTS), default="mann-whitney", show_default=True)
 @click.option("--alpha", type=float, default=0.05, show_default=True)
-@click.option("--noise", default="2%", show_default=True,
-              help="A difference is real only when its CI also clears ±this band.")  # fmt: skip
+@click.option(
+    "--noise",
+    default="2%",
+    show_default=True,
+    help="A difference is real only when its CI also clears ±this band.",
+)
 @click.option("--resamples", type=int, default=2000, show_default=True, help="Bootstrap draws.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--include-incomplete", is_flag=True, help="Also use runs that stopped early.")

@@ -23,8 +23,13 @@ def energy() -> None:
 @energy.command("compare")
 @click.argument("baseline")
 @click.argument("candidate")
-@click.option("--pue", type=float, default=1.0, show_default=True,
-              help="Power usage effectiveness of the facility, e.g. 1.6.")  # fmt: skip
+@click.option(
+    "--pue",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Power usage effectiveness of the facility, e.g. 1.6.",
+)
 @click.option("--channel", help="Power channel to compare (default: the widest recorded).")
 @click.option("--idle-watts", type=float, help="Idle power, when the runs have no --idle baseline.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")

@@ -25,8 +25,10 @@ def fleet_options(
         if hosts is not None:
             raise ConfigError(f"--hosts {hosts} needs --cluster", "e.g. --cluster local:3")
         if len(targets) > 1 or (targets and parse_targets(targets).per_host):
-            raise ConfigError(f"--target {targets[-1]}: one target per host needs --cluster",
-                              "give one --target PATH, or add --cluster")  # fmt: skip
+            raise ConfigError(
+                f"--target {targets[-1]}: one target per host needs --cluster",
+                "give one --target PATH, or add --cluster",
+            )
         return None
     names = [h.strip() for h in hosts.split(",") if h.strip()] if hosts is not None else None
     if names is not None and not names:

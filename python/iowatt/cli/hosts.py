@@ -20,11 +20,16 @@ def show_hosts(run_dir: Path) -> None:
         merged = summary["workloads"].get(wl) or {}
         f = merged.get("fleet") or {}
         click.echo(f"{wl}: {len(rows)} hosts")
-        click.echo(f"  {'host':<14} {'ops/s':>10} {'MiB/s':>9} {'p99':>9} {'vs fleet':>8} "
-                   f"{'95% CI':>17} {'skew':>9} {'clock offset':>19}  status")  # fmt: skip
+        click.echo(
+            f"  {'host':<14} {'ops/s':>10} {'MiB/s':>9} {'p99':>9} {'vs fleet':>8} "
+            f"{'95% CI':>17} {'skew':>9} {'clock offset':>19}  status"
+        )
         for r in rows:
-            ci = (f"{r['ci_low']:+6.1f}% … {r['ci_high']:+6.1f}%"
-                  if r["ci_low"] is not None and r["ci_low"] == r["ci_low"] else "–")  # fmt: skip
+            ci = (
+                f"{r['ci_low']:+6.1f}% … {r['ci_high']:+6.1f}%"
+                if r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
+                else "–"
+            )
             status = r["status"] if r["status"] == "complete" else f"{r['status']}: {r['reason']}"
             click.echo(
                 f"  {r['host']:<14} {cell(r['ops_s'], '10.0f')} {cell(r['mib_s'], '9.1f')} "

@@ -23,8 +23,12 @@ from iowatt.units import parse_labels
     help="What the files are; auto tells fio JSON from FileBench text by their content.",
 )
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the runs.")
-@click.option("--workload", metavar="NAME", help="Workload name (default: fio's job name, "
-              "or the file's name without extension for FileBench).")  # fmt: skip
+@click.option(
+    "--workload",
+    metavar="NAME",
+    help="Workload name (default: fio's job name, "
+    "or the file's name without extension for FileBench).",
+)
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per run, per line.")
 def import_cmd(

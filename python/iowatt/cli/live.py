@@ -19,8 +19,13 @@ directory), replayed second by second. Keys: space pauses, b switches the breakd
 
 @click.command(help=HELP)
 @click.argument("source", default="9464")
-@click.option("--speedup", type=float, default=1.0, show_default=True,
-              help="A stored run: seconds of the run shown per second.")  # fmt: skip
+@click.option(
+    "--speedup",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="A stored run: seconds of the run shown per second.",
+)
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 def live(source: str, speedup: float, results: Path | None) -> None:
     from iowatt.live.dashboard import Dashboard

@@ -27,25 +27,47 @@ stall shows. --warmup and --cooldown (log time) are replayed but left out of the
 @click.command(help=HELP)
 @click.argument("trace", type=click.Path(path_type=Path))
 @click.option("--target", required=True, help="The server: http[s]://HOST[:PORT][/PREFIX].")
-@click.option("--speedup", type=float, default=1.0, show_default=True,
-              help="Replay this many times faster than the log (the study used 8).")  # fmt: skip
+@click.option(
+    "--speedup",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Replay this many times faster than the log (the study used 8).",
+)
 @click.option("--max-conns", type=int, help="Most connections open at once; more wait in order.")
 @click.option("--keep-alive", is_flag=True, help="Reuse a connection per client address.")
-@click.option("--timeout", default="30s", show_default=True,
-              help="A request's limit, from its send to its last byte.")  # fmt: skip
+@click.option(
+    "--timeout",
+    default="30s",
+    show_default=True,
+    help="A request's limit, from its send to its last byte.",
+)
 @click.option("--warmup", help="Log time at the start left out of the headline, e.g. 6h.")
 @click.option("--cooldown", help="Log time at the end left out of the headline, e.g. 2h.")
 @click.option("--duration", help="Replay only this much of the log from its start, e.g. 1h.")
 @click.option("--host-header", help="Host header of every request [the log's, else the target's].")
-@click.option("--ca-file", type=click.Path(path_type=Path),
-              help="https: also trust the CA certificates in this PEM file.")  # fmt: skip
+@click.option(
+    "--ca-file",
+    type=click.Path(path_type=Path),
+    help="https: also trust the CA certificates in this PEM file.",
+)
 @click.option("--insecure", is_flag=True, help="https: accept any server certificate.")
-@click.option("--format", "fmt", default="combined", show_default=True,
-              help="A log's format: common, combined, vhost_combined or a string.")  # fmt: skip
-@click.option("--spread", default="start", show_default=True,
-              help="A log's requests within their second: start or even.")  # fmt: skip
-@click.option("--threads", type=int, default=1, show_default=True,
-              help="Threads of the replaying engine.")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    default="combined",
+    show_default=True,
+    help="A log's format: common, combined, vhost_combined or a string.",
+)
+@click.option(
+    "--spread",
+    default="start",
+    show_default=True,
+    help="A log's requests within their second: start or even.",
+)
+@click.option(
+    "--threads", type=int, default=1, show_default=True, help="Threads of the replaying engine."
+)
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @power_and_output

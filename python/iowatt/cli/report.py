@@ -15,8 +15,13 @@ from iowatt.units import parse_labels
 
 @click.command()
 @click.argument("runs", nargs=-1)
-@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
-              help="Also every run with this label, e.g. campaign=rack-test.")  # fmt: skip
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Also every run with this label, e.g. campaign=rack-test.",
+)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="HTML file to write.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 def report(

@@ -34,15 +34,29 @@ def served(f: F) -> F:
         with serving(wanted, lambda line: click.echo(line, err=True)):
             return f(*args, **kwargs)
 
-    for option in reversed([
-        click.option("--serve", metavar="[ADDR:]PORT",
-                     help="Serve live metrics for Prometheus on http://ADDR:PORT/metrics "
-                     "(ADDR 127.0.0.1 unless given; 0 picks a free port)."),
-        click.option("--serve-linger", default="0s", show_default=True, metavar="DURATION",
-                     help="Keep serving this long after the run ends (a last scrape), e.g. 15s."),
-        click.option("--textfile", type=click.Path(path_type=Path), metavar="DIR",
-                     help="Write the metrics to DIR/iowatt.prom each second, for node_exporter's "
-                     "textfile collector."),
-    ]):  # fmt: skip
+    for option in reversed(
+        [
+            click.option(
+                "--serve",
+                metavar="[ADDR:]PORT",
+                help="Serve live metrics for Prometheus on http://ADDR:PORT/metrics "
+                "(ADDR 127.0.0.1 unless given; 0 picks a free port).",
+            ),
+            click.option(
+                "--serve-linger",
+                default="0s",
+                show_default=True,
+                metavar="DURATION",
+                help="Keep serving this long after the run ends (a last scrape), e.g. 15s.",
+            ),
+            click.option(
+                "--textfile",
+                type=click.Path(path_type=Path),
+                metavar="DIR",
+                help="Write the metrics to DIR/iowatt.prom each second, for node_exporter's "
+                "textfile collector.",
+            ),
+        ]
+    ):
         command = option(command)
     return command  # type: ignore[return-value]

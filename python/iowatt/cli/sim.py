@@ -21,10 +21,11 @@ def stored(json_help: str, report: bool = True) -> Callable[[F], F]:
     """The options of a simulation's run: labels, the results directory, and how it is shown
     (with ``report``: --no-report and --quiet too; always --json)."""
     options = [
-        click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
-                     help="Label the run."),
+        click.option(
+            "--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run."
+        ),
         click.option("--results", type=click.Path(path_type=Path), help="Results directory."),
-    ]  # fmt: skip
+    ]
     if report:
         options += [
             click.option("--no-report", is_flag=True, help="Do not write report.html."),
@@ -44,25 +45,50 @@ def grid_options(example: str) -> Callable[[F], F]:
     """--grid and --cluster: the model's parameters over a grid, the points on Dask."""
 
     def apply(f: F) -> F:
-        f = click.option("--cluster", help="With --grid: where the points run (ADDRESS, "
-                         "local:N, FILE) [local: a process per core].")(f)  # fmt: skip
-        return click.option("--grid", "grids", multiple=True, metavar="KEY=A..B:STEP",
-                            help="Simulate each value of a model parameter, a dotted path into "
-                            f"the model file (repeat: every combination), e.g. --grid {example}."
-                            )(f)  # fmt: skip
+        f = click.option(
+            "--cluster",
+            help="With --grid: where the points run (ADDRESS, "
+            "local:N, FILE) [local: a process per core].",
+        )(f)
+        return click.option(
+            "--grid",
+            "grids",
+            multiple=True,
+            metavar="KEY=A..B:STEP",
+            help="Simulate each value of a model parameter, a dotted path into "
+            f"the model file (repeat: every combination), e.g. --grid {example}.",
+        )(f)
 
     return apply
 
 
 # Per simulator: what a grid's row is named by, and the figures its table shows.
 _GRID_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]]] = {
-    "server": (("workload", "policy"), (("speedup_vs_dlb", "speed-up", "pct"),
-               ("energy_saving_vs_dlb_total", "energy", "pct"), ("peak_temp_c", "peak °C", ".1f"))),
-    "raid": (("personality",), (("energy_saving_vs_raid0", "saving", "pct"),
-             ("latency_s_p99", "p99 s", ".3g"), ("success_rate", "success", "pct100"))),
-    "tasks": (("set", "disk", "per_core"), (("jobs_per_h", "jobs/h", ".1f"),
-              ("wh_per_job", "Wh/job", ".3f"), ("avg_w", "avg W", ".1f"))),
-}  # fmt: skip
+    "server": (
+        ("workload", "policy"),
+        (
+            ("speedup_vs_dlb", "speed-up", "pct"),
+            ("energy_saving_vs_dlb_total", "energy", "pct"),
+            ("peak_temp_c", "peak °C", ".1f"),
+        ),
+    ),
+    "raid": (
+        ("personality",),
+        (
+            ("energy_saving_vs_raid0", "saving", "pct"),
+            ("latency_s_p99", "p99 s", ".3g"),
+            ("success_rate", "success", "pct100"),
+        ),
+    ),
+    "tasks": (
+        ("set", "disk", "per_core"),
+        (
+            ("jobs_per_h", "jobs/h", ".1f"),
+            ("wh_per_job", "Wh/job", ".3f"),
+            ("avg_w", "avg W", ".1f"),
+        ),
+    ),
+}
 
 
 def _grid(
@@ -83,16 +109,29 @@ def _grid(
     axes = parse_grid(grids, model)
     quietly = quiet or as_json
     run_dir, rows = run_grid(
-        simulator, plan, model, axes, fn, cluster=parse(cluster) if cluster else None,
-        results=plan.results, labels=parse_labels(labels),
+        simulator,
+        plan,
+        model,
+        axes,
+        fn,
+        cluster=parse(cluster) if cluster else None,
+        results=plan.results,
+        labels=parse_labels(labels),
         note=lambda m: None if quietly else click.echo(m, err=True),
-    )  # fmt: skip
+    )
     if _shown_plainly(rows, run_dir, as_json, quiet):
         return
     names, figures = _GRID_COLUMNS[simulator]
     keys = [a.key for a in axes]
-    click.echo("  ".join([*(f"{k:>14}" for k in keys), *(f"{n:<12}" for n in names),
-                          *(f"{label:>9}" for _, label, _ in figures)]))  # fmt: skip
+    click.echo(
+        "  ".join(
+            [
+                *(f"{k:>14}" for k in keys),
+                *(f"{n:<12}" for n in names),
+                *(f"{label:>9}" for _, label, _ in figures),
+            ]
+        )
+    )
     for r in rows:
         cells = [*(f"{r[k]:>14g}" for k in keys), *(f"{r.get(n, '–')!s:<12}" for n in names)]
         if r["error"]:
@@ -107,8 +146,9 @@ def _grid(
             else:
                 cells.append(f"{cell(v, '9' + fmt)}")
         click.echo("  ".join(cells))
-    click.echo(f"grid of {len({r['point'] for r in rows})} points: run {run_dir.name} written "
-               f"to {run_dir}")  # fmt: skip
+    click.echo(
+        f"grid of {len({r['point'] for r in rows})} points: run {run_dir.name} written to {run_dir}"
+    )
 
 
 def _shown_plainly(rows: list[dict[str, Any]], run_dir: Path, as_json: bool, quiet: bool) -> bool:
@@ -140,14 +180,19 @@ ranges (`W1..W10`, `1,2,3`, `1..4`, `a..b:step`) work in --workloads, --policies
 @sim.command(help=SERVER_HELP)
 @click.option("--policies", default="all", show_default=True, help="Policies to compare.")
 @click.option("--workloads", default="W1..W10", show_default=True, help="Workload sets.")
-@click.option("--curve", "curve", multiple=True,
-              help="RUN, `latest`, a curve file or a disk profile [built-in SATA].")  # fmt: skip
+@click.option(
+    "--curve",
+    "curve",
+    multiple=True,
+    help="RUN, `latest`, a curve file or a disk profile [built-in SATA].",
+)
 @click.option("--model", type=click.Path(path_type=Path), help="TOML overriding server.toml.")
 @click.option("--jobs", type=click.Path(path_type=Path), help="TOML adding jobs and sets.")
 @click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
 @click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
-@click.option("--resolution", default="1s", show_default=True,
-              help="Time series bin (simulated time).")  # fmt: skip
+@click.option(
+    "--resolution", default="1s", show_default=True, help="Time series bin (simulated time)."
+)
 @click.option("--focus", help="The workload whose time series the report draws [the first].")
 @click.option("--threads", type=int, help="Simulations at once [the machine's cores].")
 @grid_options("fans.max_cfm=100..160:20")
@@ -247,19 +292,37 @@ cycles per personality; the disk models and their sources are in docs/sim-raid.m
 
 @sim.command(help=RAID_HELP)
 @click.argument("trace", type=click.Path(path_type=Path))
-@click.option("--personalities", default="raid0,lru,paraid", show_default=True,
-              help="Any of raid0, lru, paraid.")  # fmt: skip
+@click.option(
+    "--personalities",
+    default="raid0,lru,paraid",
+    show_default=True,
+    help="Any of raid0, lru, paraid.",
+)
 @click.option("--disks", type=int, default=4, show_default=True, help="Disks in the array.")
-@click.option("--disk-model", "disk_model_name", default="ultrastar-36z15", show_default=True,
-              help="A shipped or --disk-models model.")  # fmt: skip
+@click.option(
+    "--disk-model",
+    "disk_model_name",
+    default="ultrastar-36z15",
+    show_default=True,
+    help="A shipped or --disk-models model.",
+)
 @click.option("--disk-models", type=click.Path(path_type=Path), help="TOML adding disk models.")
-@click.option("--params", type=click.Path(path_type=Path),
-              help="TOML overriding raid.toml (stripe, LRU timeout, PARAID gears).")  # fmt: skip
+@click.option(
+    "--params",
+    type=click.Path(path_type=Path),
+    help="TOML overriding raid.toml (stripe, LRU timeout, PARAID gears).",
+)
 @log_options
-@click.option("--tree", type=click.Path(path_type=Path),
-              help="A tree manifest laying the log's files out.")  # fmt: skip
-@click.option("--speedup", type=float, default=1.0, show_default=True,
-              help="Serve the trace this many times faster.")  # fmt: skip
+@click.option(
+    "--tree", type=click.Path(path_type=Path), help="A tree manifest laying the log's files out."
+)
+@click.option(
+    "--speedup",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Serve the trace this many times faster.",
+)
 @click.option("--timeout", default="30s", show_default=True, help="A client's timeout.")
 @click.option("--cache", default="0", show_default=True, help="Page cache size, e.g. 1g.")
 @click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
@@ -281,9 +344,13 @@ def raid(
 
     filters = filters_from(opts)
     config = plan(
-        trace, results=results_dir(results), labels=parse_labels(labels), report=not no_report,
-        filters=filters, **opts,
-    )  # fmt: skip
+        trace,
+        results=results_dir(results),
+        labels=parse_labels(labels),
+        report=not no_report,
+        filters=filters,
+        **opts,
+    )
     if grids:
         model = grid_model(config)
         _grid("raid", config, model, grid_rows, grids, cluster, labels, as_json, quiet)
@@ -294,8 +361,18 @@ def raid(
     if _shown_plainly(rows, run_dir, as_json, quiet):
         return
     click.echo(f"{len(config.requests):,} requests on {config.disks} × {config.model_name}")
-    head = ("personality", "energy", "saving", "mean W", "lat p50", "p99", "max", "done p99",
-            "success", "spin cycles")  # fmt: skip
+    head = (
+        "personality",
+        "energy",
+        "saving",
+        "mean W",
+        "lat p50",
+        "p99",
+        "max",
+        "done p99",
+        "success",
+        "spin cycles",
+    )
     click.echo("{:<12} {:>9} {:>7} {:>7} {:>8} {:>8} {:>8} {:>9} {:>8}  {}".format(*head))
     for r in rows:
         lat, comp = r["latency_s"], r["completion_s"]
@@ -325,8 +402,9 @@ model (--model overrides it) and each value's source.
 @click.argument("set_ref", metavar="SET", required=False)
 @click.option("--per-core", default="1,2", show_default=True, help="Tasks per core (a list).")
 @click.option("--disk", default="hdd,ssd", show_default=True, help="hdd, ssd or both.")
-@click.option("--nodes", type=int, default=1, show_default=True,
-              help="Nodes fed by one batch queue.")  # fmt: skip
+@click.option(
+    "--nodes", type=int, default=1, show_default=True, help="Nodes fed by one batch queue."
+)
 @click.option("--model", type=click.Path(path_type=Path), help="TOML overriding node.toml.")
 @click.option(
     "--validate",
@@ -334,8 +412,11 @@ model (--model overrides it) and each value's source.
     metavar="RUNS",
     help="Calibrate from `iowatt tasks` runs (ids, or all) and predict each of them.",
 )
-@click.option("--save-model", type=click.Path(path_type=Path),
-              help="With --validate: write the calibrated node as a --model file.")  # fmt: skip
+@click.option(
+    "--save-model",
+    type=click.Path(path_type=Path),
+    help="With --validate: write the calibrated node as a --model file.",
+)
 @grid_options("node.ht_gain=0..0.5:0.1")
 @stored("One object per set, disk and k (with --validate: per run).", report=False)
 def tasks(
@@ -388,14 +469,20 @@ def _validate(refs: str, results: Path, save_model: Path | None, as_json: bool) 
         click.echo(json.dumps(rows, indent=2))
         return
     node = model["node"]
-    click.echo(f"calibrated from {len(rows)} runs: {node['cores']} cores, ht_gain "
-               f"{node['ht_gain']:g}, power {node['idle_w']:.1f} W idle + {node['core_w']:.2f} W "
-               f"per busy core; disks: " + ", ".join(
-                   f"{k} {d['seq_mb_s']:.0f} MB/s, switch {d['switch_s'] * 1e3:.1f} ms"
-                   for k, d in model["disks"].items() if k not in ("hdd", "ssd") or
-                   any(r["disk"] == k for r in rows)))  # fmt: skip
-    click.echo(f"{'run':<28} {'set':<12} {'disk':<5} {'k':>2} {'jobs/h meas':>11} "
-               f"{'pred':>8} {'err':>7} {'Wh/job meas':>11} {'pred':>7} {'err':>7}")  # fmt: skip
+    click.echo(
+        f"calibrated from {len(rows)} runs: {node['cores']} cores, ht_gain "
+        f"{node['ht_gain']:g}, power {node['idle_w']:.1f} W idle + {node['core_w']:.2f} W "
+        f"per busy core; disks: "
+        + ", ".join(
+            f"{k} {d['seq_mb_s']:.0f} MB/s, switch {d['switch_s'] * 1e3:.1f} ms"
+            for k, d in model["disks"].items()
+            if k not in ("hdd", "ssd") or any(r["disk"] == k for r in rows)
+        )
+    )
+    click.echo(
+        f"{'run':<28} {'set':<12} {'disk':<5} {'k':>2} {'jobs/h meas':>11} "
+        f"{'pred':>8} {'err':>7} {'Wh/job meas':>11} {'pred':>7} {'err':>7}"
+    )
     for r in rows:
         click.echo(
             f"{r['run_id']:<28} {r['set']:<12} {r['disk']:<5} {r['per_core']:>2} "
@@ -405,5 +492,7 @@ def _validate(refs: str, results: Path, save_model: Path | None, as_json: bool) 
         )
     errors = [abs(r["jobs_per_h_error_pct"]) for r in rows if r["jobs_per_h_error_pct"] is not None]
     if errors:
-        click.echo(f"jobs/h: mean absolute error {sum(errors) / len(errors):.1f} %, "
-                   f"largest {max(errors):.1f} %")  # fmt: skip
+        click.echo(
+            f"jobs/h: mean absolute error {sum(errors) / len(errors):.1f} %, "
+            f"largest {max(errors):.1f} %"
+        )

@@ -27,8 +27,12 @@ def check_workloads(workload: str | None, suite: str | None, opts: Options, as_j
         found = [check(wl) for wl in files]
     except IowattError as e:
         if as_json:
-            click.echo(json.dumps({"file": workload, "status": "refused", "error": e.message,
-                                   "hint": e.hint}, indent=2))  # fmt: skip
+            click.echo(
+                json.dumps(
+                    {"file": workload, "status": "refused", "error": e.message, "hint": e.hint},
+                    indent=2,
+                )
+            )
         raise
     if as_json:
         click.echo(json.dumps(found if len(found) > 1 else found[0], indent=2))

@@ -88,12 +88,19 @@ def host_table(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
         longest[wl] = max(longest.get(wl, 0.0), sec["duration_s"])
     for wl, hosts in out.items():
         full = longest.get(wl, 0.0) * 0.999
-        per_second = {h["host"]: [ops for d, ops in by_host.get((wl, h["host"]), []) if d >= full]
-                      for h in hosts}  # fmt: skip
+        per_second = {
+            h["host"]: [ops for d, ops in by_host.get((wl, h["host"]), []) if d >= full]
+            for h in hosts
+        }
         levels = {lv.host: lv for lv in host_levels(per_second)}
         for h in hosts:
             lv = levels.get(h["host"])
-            h.update({"pct": lv.pct if lv else None, "ci_low": lv.ci_low if lv else None,
-                      "ci_high": lv.ci_high if lv else None,
-                      "verdict": lv.verdict if lv else ""})  # fmt: skip
+            h.update(
+                {
+                    "pct": lv.pct if lv else None,
+                    "ci_low": lv.ci_low if lv else None,
+                    "ci_high": lv.ci_high if lv else None,
+                    "verdict": lv.verdict if lv else "",
+                }
+            )
     return out

@@ -87,8 +87,14 @@ def _long(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
             if c is None:
                 continue
             m = c.summary
-            row = [w, g, str(m.n), fmt(m.median), f"{fmt(m.q1)} – {fmt(m.q3)}",
-                   f"{fmt(m.ci_low)} – {fmt(m.ci_high)}"]  # fmt: skip
+            row = [
+                w,
+                g,
+                str(m.n),
+                fmt(m.median),
+                f"{fmt(m.q1)} – {fmt(m.q3)}",
+                f"{fmt(m.ci_low)} – {fmt(m.ci_high)}",
+            ]
             if cmp.control is not None:
                 d = c.diff
                 row += (

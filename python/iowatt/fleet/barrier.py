@@ -135,8 +135,13 @@ def _pinned(fn: Callable[..., Any], args: Any, gate: Gate) -> dict[str, Any]:
         result, error = fn(args, gate), None
     except Exception as e:  # returned, not raised: Dask would log it with its traceback
         result, error = None, one_line(e)
-    return {"worker": worker, "result": result, "error": error, "target_ns": gate.target_ns,
-            "start_ns": gate.start_ns}  # fmt: skip
+    return {
+        "worker": worker,
+        "result": result,
+        "error": error,
+        "target_ns": gate.target_ns,
+        "start_ns": gate.start_ns,
+    }
 
 
 # Worker address → what it last published.
@@ -212,13 +217,17 @@ class _Tasks:
                 f.cancel()
                 why = "the worker left the cluster (it died or was stopped)"
             if why is not None:
-                self.done[w] = {"worker": self._names[w], "result": None, "error": why,
-                                "target_ns": None, "start_ns": None}  # fmt: skip
+                self.done[w] = {
+                    "worker": self._names[w],
+                    "result": None,
+                    "error": why,
+                    "target_ns": None,
+                    "start_ns": None,
+                }
 
     def failed(self) -> str | None:
         """A worker that failed (or ended without saying ready), when one has."""
-        return next((w for w, o in self.done.items() if o["error"] or o["target_ns"] is None),
-                    None)  # fmt: skip
+        return next((w for w, o in self.done.items() if o["error"] or o["target_ns"] is None), None)
 
     def all_done(self) -> bool:
         return len(self.done) == len(self._futures)
@@ -259,8 +268,9 @@ def start_together(
     progress_key = ["iowatt-progress", tag]
     start = Variable(f"iowatt-start-{tag}", client=client)
     stopping = Event(f"iowatt-stop-{tag}", client=client)
-    ready_events = {w: Event(f"iowatt-ready-{tag}-{i}", client=client)
-                    for i, w in enumerate(workers)}  # fmt: skip
+    ready_events = {
+        w: Event(f"iowatt-ready-{tag}-{i}", client=client) for i, w in enumerate(workers)
+    }
     futures = {
         w: client.submit(
             _pinned,
@@ -310,9 +320,14 @@ def start_together(
         c = clocks[w]
         begun = r.get("start_ns")
         # In this host's clock, so that workers' starts can be set against each other.
-        hosts[w] = {**r, "offset_ns": c.offset_ns, "delay_ns": c.delay_ns, "instant_ns": instant,
-                    "start_here_ns": begun - c.offset_ns if begun is not None else None,
-                    "late_ns": begun - r["target_ns"] if begun is not None else None}  # fmt: skip
+        hosts[w] = {
+            **r,
+            "offset_ns": c.offset_ns,
+            "delay_ns": c.delay_ns,
+            "instant_ns": instant,
+            "start_here_ns": begun - c.offset_ns if begun is not None else None,
+            "late_ns": begun - r["target_ns"] if begun is not None else None,
+        }
     if on_progress is not None:
         client.set_metadata(progress_key, {})  # the scheduler keeps metadata until told
     return Start(hosts, interrupted)

@@ -32,8 +32,13 @@ def _local_cluster(n: int, threads: int) -> Any:
             return f"local-{worker_number}"
 
     # Started empty, then scaled: scaling names workers, the constructor numbers them.
-    cluster = Named(n_workers=0, threads_per_worker=threads, processes=True,
-                    dashboard_address=":0", silence_logs=logging.WARNING)  # fmt: skip
+    cluster = Named(
+        n_workers=0,
+        threads_per_worker=threads,
+        processes=True,
+        dashboard_address=":0",
+        silence_logs=logging.WARNING,
+    )
     cluster.scale(n)
     return cluster
 

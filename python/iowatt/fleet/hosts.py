@@ -40,8 +40,10 @@ def parse_targets(values: Sequence[str]) -> Targets:
         m = _PER_HOST.match(v)
         if m and "/" not in m[1]:
             if m[1] in per_host:
-                raise ConfigError(f"--target {v}: host {m[1]} has a target already",
-                                  "give each host one --target HOST=PATH")  # fmt: skip
+                raise ConfigError(
+                    f"--target {v}: host {m[1]} has a target already",
+                    "give each host one --target HOST=PATH",
+                )
             per_host[m[1]] = Path(m[2])
         elif default is not None:
             raise ConfigError(
@@ -95,16 +97,20 @@ def pick(
     for where, wanted in (("--hosts", hosts or ()), ("--target", targets.per_host)):
         for h in wanted:
             if h not in by_name:
-                raise ConfigError(f"{where}: no worker is called `{h}`",
-                                  f"the cluster's workers are {known}")  # fmt: skip
+                raise ConfigError(
+                    f"{where}: no worker is called `{h}`", f"the cluster's workers are {known}"
+                )
     chosen = sorted(hosts or by_name, key=_natural)
     if len(set(chosen)) != len(chosen):
-        raise ConfigError(f"--hosts {','.join(hosts or ())}: a host is named twice",
-                          "name each host once")  # fmt: skip
+        raise ConfigError(
+            f"--hosts {','.join(hosts or ())}: a host is named twice", "name each host once"
+        )
     for h in targets.per_host:
         if h not in chosen:
-            raise ConfigError(f"--target {h}=…: host {h} is not among --hosts",
-                              "add it to --hosts, or drop its target")  # fmt: skip
+            raise ConfigError(
+                f"--target {h}=…: host {h} is not among --hosts",
+                "add it to --hosts, or drop its target",
+            )
     return {by_name[h]: h for h in chosen}
 
 

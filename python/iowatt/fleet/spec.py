@@ -25,9 +25,20 @@ from iowatt.units import check_int
 
 KINDS = ("ssh", "slurm", "sge", "pbs")
 # The keys each kind of cluster file takes besides `kind` and `workers`.
-_JOBQUEUE = ("cores", "memory", "walltime", "queue", "account", "processes", "interface",
-             "job_extra_directives", "job_script_prologue", "local_directory", "python",
-             "nthreads")  # fmt: skip
+_JOBQUEUE = (
+    "cores",
+    "memory",
+    "walltime",
+    "queue",
+    "account",
+    "processes",
+    "interface",
+    "job_extra_directives",
+    "job_script_prologue",
+    "local_directory",
+    "python",
+    "nthreads",
+)
 KEYS: dict[str, tuple[str, ...]] = {
     "ssh": ("hosts", "nthreads", "python", "user", "port", "known_hosts", "client_keys"),
     "slurm": _JOBQUEUE,
@@ -52,8 +63,13 @@ class ClusterSpec:
     options: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text, "workers": self.workers,
-                "address": self.address, "options": self.options}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "workers": self.workers,
+            "address": self.address,
+            "options": self.options,
+        }
 
 
 def parse(text: str) -> ClusterSpec:
@@ -70,8 +86,9 @@ def parse(text: str) -> ClusterSpec:
         return ClusterSpec("address", text, address=text)
     if _HOST_PORT.match(text):
         return ClusterSpec("address", text, address=f"tcp://{text}")
-    raise ConfigError(f"--cluster `{text}` is neither local:N, a scheduler address nor a file",
-                      f"e.g. {_EXAMPLE}")  # fmt: skip
+    raise ConfigError(
+        f"--cluster `{text}` is neither local:N, a scheduler address nor a file", f"e.g. {_EXAMPLE}"
+    )
 
 
 def _from_file(path: Path, text: str) -> ClusterSpec:
@@ -93,16 +110,20 @@ def _from_file(path: Path, text: str) -> ClusterSpec:
             )
     if kind == "ssh":
         hosts = options.get("hosts")
-        if not (isinstance(hosts, list) and len(hosts) >= 2 and all(isinstance(h, str) and h
-                                                                     for h in hosts)):  # fmt: skip
+        if not (
+            isinstance(hosts, list)
+            and len(hosts) >= 2
+            and all(isinstance(h, str) and h for h in hosts)
+        ):
             raise ConfigError(
                 f"cluster file `{path}`: hosts must list the scheduler's host, then the workers'",
                 'e.g. hosts = ["head", "node1", "node2"]',
             )
         workers = len(hosts) - 1
     else:
-        workers = check_int(doc.get("workers", 1), f"cluster file `{path}`: workers", 1, 10_000,
-                            "workers = 4")  # fmt: skip
+        workers = check_int(
+            doc.get("workers", 1), f"cluster file `{path}`: workers", 1, 10_000, "workers = 4"
+        )
         for key in ("cores", "memory"):
             if key not in options:
                 raise ConfigError(

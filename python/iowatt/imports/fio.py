@@ -454,10 +454,12 @@ def _workload_latency(
     else:
         pct = _percentiles(lats[max(lats, key=lambda d: ns[d])])
     return latency(
-        min=min(lat.min for lat in lats.values()), mean=mean,
+        min=min(lat.min for lat in lats.values()),
+        mean=mean,
         stdev=math.sqrt(sq / (total - 1)) if total > 1 else 0.0,
-        percentiles=pct, max=max(lat.max for lat in lats.values()),
-    )  # fmt: skip
+        percentiles=pct,
+        max=max(lat.max for lat in lats.values()),
+    )
 
 
 def _errname(code: int) -> str:

@@ -190,5 +190,4 @@ _COMPUTED_HINT = (
     "it is computed from the file's figures, which are beyond what fio or FileBench report;"
     " was the file edited?"
 )
-_KINDS = {S_IFIFO: "FIFO", S_IFCHR: "character device", S_IFBLK: "block device",
-          S_IFSOCK: "socket"}  # fmt: skip
+_KINDS = {S_IFIFO: "FIFO", S_IFCHR: "character device", S_IFBLK: "block device", S_IFSOCK: "socket"}

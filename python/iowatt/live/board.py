@@ -35,8 +35,14 @@ class Counts:
     @classmethod
     def of(cls, live: LiveCounts) -> Counts:
         bands = live["bands"] or [0] * (len(HEAT_EDGES_NS) + 1)
-        return cls(live["ops"], live["bytes"], live["errors"], list(bands), live["sum_ns"] / 1e9,
-                   dict(live["errors_by_kind"]))  # fmt: skip
+        return cls(
+            live["ops"],
+            live["bytes"],
+            live["errors"],
+            list(bands),
+            live["sum_ns"] / 1e9,
+            dict(live["errors_by_kind"]),
+        )
 
     def __add__(self, other: Counts) -> Counts:
         kinds = dict(self.errors_by_kind)
@@ -136,8 +142,13 @@ class Board:
     ) -> None:
         """One operation ended (a task of ``tasks run``), pushed rather than read; ``failed``
         says how it failed."""
-        one = Counts(1, nbytes, int(failed is not None), latency_sum_s=latency_s,
-                     errors_by_kind={failed: 1} if failed else {})  # fmt: skip
+        one = Counts(
+            1,
+            nbytes,
+            int(failed is not None),
+            latency_sum_s=latency_s,
+            errors_by_kind={failed: 1} if failed else {},
+        )
         one.bands[bisect.bisect_left(HEAT_EDGES_NS, round(latency_s * 1e9))] = 1
         self.add(one, **labels)
 

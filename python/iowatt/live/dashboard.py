@@ -57,13 +57,17 @@ def heatmap(columns: list[list[int]], width: int, rows: int = HEAT_ROWS) -> Text
 
 
 def table(view: View) -> Text:
-    text = Text(f"{view.breakdown:<20} {'ops/s':>10} {'MiB/s':>9} {'>100ms':>7} {'errors':>7}\n",
-                style="bold")  # fmt: skip
+    text = Text(
+        f"{view.breakdown:<20} {'ops/s':>10} {'MiB/s':>9} {'>100ms':>7} {'errors':>7}\n",
+        style="bold",
+    )
     for row in view.rows():
         slow = "-" if row.slow_share is None else f"{100 * row.slow_share:.2f}%"
         mark = "▸" if row.name == view.group else " "
-        text.append(f"{mark}{row.name[:19]:<19} {format_rate(row.ops_s):>10} "
-                    f"{row.mib_s:>9,.1f} {slow:>7} {row.errors:>7,}\n")  # fmt: skip
+        text.append(
+            f"{mark}{row.name[:19]:<19} {format_rate(row.ops_s):>10} "
+            f"{row.mib_s:>9,.1f} {slow:>7} {row.errors:>7,}\n"
+        )
     return text
 
 

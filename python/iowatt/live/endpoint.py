@@ -114,8 +114,9 @@ class Endpoint:
             try:
                 return metrics(environ, start_response)
             except Exception:
-                start_response("500 Internal Server Error", [("Content-Type", "text/plain")],
-                               sys.exc_info())  # fmt: skip
+                start_response(
+                    "500 Internal Server Error", [("Content-Type", "text/plain")], sys.exc_info()
+                )
                 return [b"iowatt: reading the run's metrics failed; the run goes on\n"]
 
         return app

@@ -106,9 +106,15 @@ class View:
             d = _minus(c, was.get(name, Counts()))
             slow = sum(d.bands[SLOW_BAND:])
             out.append(
-                Row(name, d.ops / dt, d.bytes / dt / 2**20,
-                    slow / d.measured if d.measured else None, d.errors, c.ops)
-            )  # fmt: skip
+                Row(
+                    name,
+                    d.ops / dt,
+                    d.bytes / dt / 2**20,
+                    slow / d.measured if d.measured else None,
+                    d.errors,
+                    c.ops,
+                )
+            )
         return out
 
     def columns(self) -> list[list[int]]:
@@ -146,7 +152,10 @@ def _minus(a: Counts, b: Counts) -> Counts:
         return a
     kinds = {k: n - b.errors_by_kind.get(k, 0) for k, n in a.errors_by_kind.items()}
     return Counts(
-        a.ops - b.ops, a.bytes - b.bytes, a.errors - b.errors,
+        a.ops - b.ops,
+        a.bytes - b.bytes,
+        a.errors - b.errors,
         [max(0, x - y) for x, y in zip(a.bands, b.bands, strict=True)],
-        a.latency_sum_s - b.latency_sum_s, {k: n for k, n in kinds.items() if n > 0},
-    )  # fmt: skip
+        a.latency_sum_s - b.latency_sum_s,
+        {k: n for k, n in kinds.items() if n > 0},
+    )

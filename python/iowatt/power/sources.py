@@ -27,12 +27,31 @@ SOURCE_HELP = (
 _OPTIONS: dict[str, tuple[str, ...]] = {
     "rapl": ("root",),
     "hwmon": ("root",),
-    "ipmi": ("interface", "host", "port", "user", "password_env", "password_file", "dcmi", "sdr",
-             "timeout", "ipmitool", "cipher_suite"),
-    "meter": ("path", "map", "format", "follow", "time_column", "time_format", "start",
-              "utc_offset"),
+    "ipmi": (
+        "interface",
+        "host",
+        "port",
+        "user",
+        "password_env",
+        "password_file",
+        "dcmi",
+        "sdr",
+        "timeout",
+        "ipmitool",
+        "cipher_suite",
+    ),
+    "meter": (
+        "path",
+        "map",
+        "format",
+        "follow",
+        "time_column",
+        "time_format",
+        "start",
+        "utc_offset",
+    ),
     "cmd": ("command", "timeout"),
-}  # fmt: skip
+}
 _EXAMPLES = {
     "rapl": "rapl",
     "hwmon": "hwmon",
@@ -55,8 +74,13 @@ class SourceSpec:
 
     def describe(self) -> dict[str, Any]:
         opts = {k: v for k, v in self.options.items() if k != "password_env"}
-        return {"kind": self.kind, "name": self.name, "hz": self.hz, "options": opts,
-                "map": str(self.map) if self.map else None}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "hz": self.hz,
+            "options": opts,
+            "map": str(self.map) if self.map else None,
+        }
 
 
 def parse_source(text: str) -> SourceSpec:

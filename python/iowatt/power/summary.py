@@ -19,8 +19,22 @@ from iowatt.power.recording import Channel, PowerData
 from iowatt.warnings import Kind, RunWarning
 
 # Widest first: the whole node at the wall, then what a BMC or the platform reports, then parts.
-HEADLINE_SCOPES = ("total", "wall", "node", "psys", "server", "package", "disks", "disk", "hwmon",
-                   "cmd", "dram", "core", "uncore", "disk-rail")  # fmt: skip
+HEADLINE_SCOPES = (
+    "total",
+    "wall",
+    "node",
+    "psys",
+    "server",
+    "package",
+    "disks",
+    "disk",
+    "hwmon",
+    "cmd",
+    "dram",
+    "core",
+    "uncore",
+    "disk-rail",
+)
 
 
 @dataclass

@@ -23,9 +23,15 @@ if TYPE_CHECKING:
 MIB = 1 << 20
 NS = 1_000_000_000
 _DTYPES = {
-    "due_ns": "<i8", "sent_ns": "<i8", "connected_ns": "<i8", "first_byte_ns": "<i8",
-    "done_ns": "<i8", "bytes": "<u8", "status": "<u2", "error": "u1",
-}  # fmt: skip
+    "due_ns": "<i8",
+    "sent_ns": "<i8",
+    "connected_ns": "<i8",
+    "first_byte_ns": "<i8",
+    "done_ns": "<i8",
+    "bytes": "<u8",
+    "status": "<u2",
+    "error": "u1",
+}
 # The histograms the engine keeps: the headline (from the due time) and the service time.
 HISTOGRAMS = ("ttfb", "completion", "ttfb_sent", "completion_sent")
 
@@ -232,12 +238,20 @@ def summary(
     latency = {name: latency_summary(result["histograms"][name]) for name in HISTOGRAMS}
     flowops = {
         name: {
-            "kind": "http", "io": True, "ops": ops, "bytes": nbytes, "errors": failed, **rates,
-            "mean_ns": s["mean"], "min_ns": s["min"], "max_ns": s["max"], "p50_ns": s["p50"],
+            "kind": "http",
+            "io": True,
+            "ops": ops,
+            "bytes": nbytes,
+            "errors": failed,
+            **rates,
+            "mean_ns": s["mean"],
+            "min_ns": s["min"],
+            "max_ns": s["max"],
+            "p50_ns": s["p50"],
             "p99_ns": s["p99"],
         }
         for name, s in latency.items()
-    }  # fmt: skip
+    }
     log_status = config.trace.requests["status"].to_numpy()[w]
     lateness = (sent - due)[w & (sent >= 0)]
     by_kind = np.bincount(c["error"][w], minlength=len(r.errors))
@@ -320,8 +334,9 @@ def max_open(sent: npt.NDArray[np.int64], done: npt.NDArray[np.int64]) -> int:
     if not len(starts):
         return 0
     ends = np.where(done[sent >= 0] >= 0, done[sent >= 0], np.iinfo(np.int64).max)
-    events = np.concatenate([np.stack([starts, np.ones_like(starts)], 1),
-                             np.stack([ends, -np.ones_like(ends)], 1)])  # fmt: skip
+    events = np.concatenate(
+        [np.stack([starts, np.ones_like(starts)], 1), np.stack([ends, -np.ones_like(ends)], 1)]
+    )
     # At equal times, ends before starts: a connection closed as another opens is not overlap.
     order = np.lexsort((events[:, 1], events[:, 0]))
     return int(np.cumsum(events[order, 1]).max())

@@ -42,10 +42,20 @@ def run(
     n, columns, methods, hosts = buffers(config)
     measured = window(config)
     engine = Replay(
-        n, columns, methods, hosts, target=config.target, host=config.host_header,
-        max_conns=config.conn_limit, keep_alive=config.keep_alive, timeout_s=config.timeout_s,
-        threads=config.threads, window=measured, ca_pem=config.ca_pem, insecure=config.insecure,
-    )  # fmt: skip
+        n,
+        columns,
+        methods,
+        hosts,
+        target=config.target,
+        host=config.host_header,
+        max_conns=config.conn_limit,
+        keep_alive=config.keep_alive,
+        timeout_s=config.timeout_s,
+        threads=config.threads,
+        window=measured,
+        ca_pem=config.ca_pem,
+        insecure=config.insecure,
+    )
     writer = RunWriter(config.results, new_run_id("replay"))
     board().begin(writer.run_id, "replay", config.labels)
     board().watch_engine(engine, workload="requests")
@@ -104,9 +114,15 @@ def _write(
     records = Records.of(result, measured)
     t0 = result["t0_ns"]
     manifest = run_manifest(
-        writer.run_id, "replay", None if failure is None else failure.message, started_ns,
-        None, config.labels, config.recorded(), clock_anchor=config.clock_anchor,
-    )  # fmt: skip
+        writer.run_id,
+        "replay",
+        None if failure is None else failure.message,
+        started_ns,
+        None,
+        config.labels,
+        config.recorded(),
+        clock_anchor=config.clock_anchor,
+    )
     head = summary(writer.run_id, config, records, result, status)
     if power.data is not None:
         start, end = records.span()

@@ -312,8 +312,10 @@ def _cdf_bands(runs: Sequence[Run]) -> list[plots.Band]:
         lo = max(min(float(x.min()) for x, _ in curves), 1.0)
         hi = max(max(float(x.max()) for x, _ in curves), lo * 1.01)
         grid = np.geomspace(lo, hi, _GRID)
-        ys = [np.interp(np.log(grid), np.log(np.maximum(x, 1.0)), y, left=0.0, right=1.0)
-              for x, y in curves]  # fmt: skip
+        ys = [
+            np.interp(np.log(grid), np.log(np.maximum(x, 1.0)), y, left=0.0, right=1.0)
+            for x, y in curves
+        ]
         bands.append(_band(key, k, len(hists), grid, ys))
     return bands
 
@@ -329,8 +331,10 @@ def _timeline_bands(runs: Sequence[Run]) -> list[plots.Band]:
         grid = np.linspace(
             min(float(m.min()) for m in middles), max(float(m.max()) for m in middles), _GRID
         )
-        ys = [np.interp(grid, m, s["ops_s"], left=np.nan, right=np.nan)
-              for m, s in zip(middles, series, strict=True)]  # fmt: skip
+        ys = [
+            np.interp(grid, m, s["ops_s"], left=np.nan, right=np.nan)
+            for m, s in zip(middles, series, strict=True)
+        ]
         bands.append(_band(key, k, len(series), grid, ys))
     return bands
 

@@ -74,9 +74,15 @@ def heat_plot(t_s: npt.NDArray[np.float64], counts: npt.NDArray[np.int64], name:
     fig = Figure(figsize=_FIGSIZE, layout="constrained")
     ax = fig.subplots()
     end = float(t_s[-1]) + 1.0 if t_s.size else 1.0
-    image = ax.imshow(cells, aspect="auto", origin="lower", interpolation="nearest",
-                      cmap=HEAT_CMAP, norm=heat_norm(float(cells.max())),
-                      extent=(float(t_s[0]), end, lo, hi + 1))  # fmt: skip
+    image = ax.imshow(
+        cells,
+        aspect="auto",
+        origin="lower",
+        interpolation="nearest",
+        cmap=HEAT_CMAP,
+        norm=heat_norm(float(cells.max())),
+        extent=(float(t_s[0]), end, lo, hi + 1),
+    )
     # Band i spans [i, i + 1); the edge between bands i - 1 and i is HEAT_EDGES_NS[i - 1].
     ticks = [i for i in range(lo + 1, hi + 1) if str(HEAT_EDGES_NS[i - 1]).startswith("1")]
     ax.yaxis.set_major_locator(FixedLocator(ticks))

@@ -57,10 +57,12 @@ def host_views(runs: Sequence[Run]) -> list[HostsView]:
         for wl, rows in table.items():
             merged = run.summary.get("workloads", {}).get(wl) or {}
             hosts = [r["host"] for r in rows]
-            plot = _plots(wl, _rows_of(latency, wl), _rows_of(seconds, wl), hosts,
-                          f"hosts{len(views)}")  # fmt: skip
-            views.append(HostsView(run.run_id, wl, [_row(r) for r in rows], _fleet_line(merged),
-                                   plot))  # fmt: skip
+            plot = _plots(
+                wl, _rows_of(latency, wl), _rows_of(seconds, wl), hosts, f"hosts{len(views)}"
+            )
+            views.append(
+                HostsView(run.run_id, wl, [_row(r) for r in rows], _fleet_line(merged), plot)
+            )
     return views
 
 
@@ -73,15 +75,19 @@ def _row(r: dict[str, Any]) -> HostRow:
 
     ok = r["status"] == "complete"
     return HostRow(
-        r["host"], r["target"] or "(a temporary directory)",
+        r["host"],
+        r["target"] or "(a temporary directory)",
         format_rate(r["ops_s"]) if r["ops_s"] is not None else "–",
         f"{r['mib_s']:.1f}" if r["mib_s"] is not None else "–",
-        ns(r["p50_ns"]), ns(r["p99_ns"]), pct(r["pct"]),
+        ns(r["p50_ns"]),
+        ns(r["p99_ns"]),
+        pct(r["pct"]),
         f"{pct(r['ci_low'])} … {pct(r['ci_high'])}" if r["ci_low"] is not None else "–",
-        r["verdict"], ns(r["start_skew_ns"]),
+        r["verdict"],
+        ns(r["start_skew_ns"]),
         format_offset(r["offset_ns"], r["delay_ns"]),
         "complete" if ok else f"{r['status']}: {r['reason']}",
-    )  # fmt: skip
+    )
 
 
 def _fleet_line(merged: dict[str, Any]) -> str:
@@ -112,11 +118,17 @@ def _plots(
             middle = seconds["t_s"][mine] + seconds["duration_s"][mine] / 2
             timelines.append(Line(style, middle, seconds["ops_s"][mine]))
     return [
-        Plot("host-latency-cdf", f"{wl}: each host's latency CDF (log scale).",
-             plots.latency_cdf(cdfs, f"{name}-cdf")),
-        Plot("host-throughput", f"{wl}: each host's operations per second, from the common "
-             "start.", plots.throughput_over_time(timelines, f"{name}-timeline")),
-    ]  # fmt: skip
+        Plot(
+            "host-latency-cdf",
+            f"{wl}: each host's latency CDF (log scale).",
+            plots.latency_cdf(cdfs, f"{name}-cdf"),
+        ),
+        Plot(
+            "host-throughput",
+            f"{wl}: each host's operations per second, from the common start.",
+            plots.throughput_over_time(timelines, f"{name}-timeline"),
+        ),
+    ]
 
 
 _Columns = dict[str, np.ndarray[Any, Any]]
@@ -125,8 +137,11 @@ _Columns = dict[str, np.ndarray[Any, Any]]
 def _columns(run: Run, file: str) -> _Columns:
     """A per-host file as NumPy columns (the report loads no pandas)."""
     table = pq.read_table(run.path / file).to_pydict()
-    return {k: np.array(v, dtype=object if k in ("host", "flowop", "workload") else None)
-            for k, v in table.items() if k not in ("slow_ns", "slow_ops")}  # fmt: skip
+    return {
+        k: np.array(v, dtype=object if k in ("host", "flowop", "workload") else None)
+        for k, v in table.items()
+        if k not in ("slow_ns", "slow_ops")
+    }
 
 
 def _rows_of(columns: _Columns, wl: str) -> _Columns:

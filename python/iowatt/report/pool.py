@@ -33,8 +33,9 @@ def pooled_runs(runs: Sequence[Run]) -> list[Run]:
 
 def _pool(env: str, runs: list[Run]) -> Run:
     workloads = list(dict.fromkeys(w for r in runs for w in r.workloads))
-    summaries = {w: _summary([r.summary.get("workloads", {}).get(w) or {} for r in runs])
-                 for w in workloads}  # fmt: skip
+    summaries = {
+        w: _summary([r.summary.get("workloads", {}).get(w) or {} for r in runs]) for w in workloads
+    }
     latency = {}
     for w in workloads:
         hists = [h for r in runs if (h := r.latency.get(w)) is not None]

@@ -54,15 +54,26 @@ def replay_facts(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [
         ("server", str(config.get("target"))),
         ("trace", str(trace.get("source"))),
-        ("speed-up", f"{config.get('speedup'):g}×, " + (
-            "a log second's requests spread evenly" if config.get("spread") == "even"
-            else "a log second's requests together at its start")),
-        ("connections", ("kept alive per client" if config.get("keep_alive") else
-                         "one per request") + f", at most {cap}"),
-        ("warm-up, cool-down", f"{config.get('warmup_s', 0):g} s, {config.get('cooldown_s', 0):g} s"
-                               " of log time"),
+        (
+            "speed-up",
+            f"{config.get('speedup'):g}×, "
+            + (
+                "a log second's requests spread evenly"
+                if config.get("spread") == "even"
+                else "a log second's requests together at its start"
+            ),
+        ),
+        (
+            "connections",
+            ("kept alive per client" if config.get("keep_alive") else "one per request")
+            + f", at most {cap}",
+        ),
+        (
+            "warm-up, cool-down",
+            f"{config.get('warmup_s', 0):g} s, {config.get('cooldown_s', 0):g} s of log time",
+        ),
         ("timeout", f"{config.get('timeout_s')} s"),
-    ]  # fmt: skip
+    ]
 
 
 def _percent(x: Any) -> str:
@@ -113,8 +124,12 @@ def cdf_plot(runs: Sequence[Run], flowop: str, what: str) -> str | None:
     if len(lines) > 1:
         grid = np.geomspace(lo, hi, _GRID)
         # A CDF is a step function: at x, the fraction of requests at or below x.
-        ys = np.array([np.concatenate([[0.0], y])[np.searchsorted(x, grid, side="right")]
-                       for _, x, y in lines])  # fmt: skip
+        ys = np.array(
+            [
+                np.concatenate([[0.0], y])[np.searchsorted(x, grid, side="right")]
+                for _, x, y in lines
+            ]
+        )
         ax.fill_between(grid, ys.min(0), ys.max(0), color="0.8", label="min–max of the runs")
     for i, (run_id, x, y) in enumerate(lines):
         ax.plot(x, y, color=f"C{i % 10}", lw=1.4, label=run_id)
@@ -140,14 +155,29 @@ def load_plot(run: Run) -> str | None:
     fig = Figure(figsize=(_FIGSIZE[0], 2.0 * panels + 0.8), layout="constrained")
     axes = fig.subplots(panels, 1, sharex=True, squeeze=False)[:, 0]
     # Per second of replay; divided by the speed-up it is per second of the log.
-    axes[0].plot(hours, table["intended"].to_numpy() / speedup, color="0.5", lw=1.0,
-                 label="due (per log second)")  # fmt: skip
-    axes[0].plot(hours, table["ops"].to_numpy() / speedup, color="C0", lw=1.2,
-                 label="answered (per log second)")  # fmt: skip
+    axes[0].plot(
+        hours,
+        table["intended"].to_numpy() / speedup,
+        color="0.5",
+        lw=1.0,
+        label="due (per log second)",
+    )
+    axes[0].plot(
+        hours,
+        table["ops"].to_numpy() / speedup,
+        color="C0",
+        lw=1.2,
+        label="answered (per log second)",
+    )
     axes[0].set_ylabel("requests/s")
     axes[0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v)))
-    axes[1].plot(hours, table["open"].to_numpy(), color="C1", lw=1.2,
-                 label="connections open (mean over each second)")  # fmt: skip
+    axes[1].plot(
+        hours,
+        table["open"].to_numpy(),
+        color="C1",
+        lw=1.2,
+        label="connections open (mean over each second)",
+    )
     axes[1].set_ylabel("open")
     if run.power:
         for i, (key, (t, watts)) in enumerate(sorted(run.power.items())):
@@ -167,11 +197,17 @@ def replay_view(runs: Sequence[Run]) -> ReplayView | None:
     if not replays:
         return None
     plots = [
-        Plot("replay-ttfb", "Time to first byte from each request's due time (CDF).",
-             cdf_plot(replays, "ttfb", "time to first byte")),
-        Plot("replay-completion", "Completion time (last byte) from each request's due time.",
-             cdf_plot(replays, "completion", "completion time")),
-    ]  # fmt: skip
+        Plot(
+            "replay-ttfb",
+            "Time to first byte from each request's due time (CDF).",
+            cdf_plot(replays, "ttfb", "time to first byte"),
+        ),
+        Plot(
+            "replay-completion",
+            "Completion time (last byte) from each request's due time.",
+            cdf_plot(replays, "completion", "completion time"),
+        ),
+    ]
     for run in replays:
         plots.append(
             Plot(

@@ -75,8 +75,15 @@ def series_plot(workload: str, points: Sequence[SeriesPoint], ylabel: str = "ops
     for i, env in enumerate(envs):
         xs = [n for n, p in zip(x, points, strict=True) if p.env == env]
         ys = [p.value for p in points if p.env == env]
-        ax.scatter(xs, ys, s=36 if len(points) <= 100 else 10, color=f"C{i % 10}", zorder=2,
-                   label=env, gid=f"env{i}")  # fmt: skip
+        ax.scatter(
+            xs,
+            ys,
+            s=36 if len(points) <= 100 else 10,
+            color=f"C{i % 10}",
+            zorder=2,
+            label=env,
+            gid=f"env{i}",
+        )
     changes = env_changes(points)
     if len(changes) <= MAX_CHANGE_LINES:  # past that, an interleaved series would be all lines
         for n in changes:
@@ -95,8 +102,11 @@ def series_plot(workload: str, points: Sequence[SeriesPoint], ylabel: str = "ops
     name = _svg_name(workload)
     svg = _to_svg(fig, name)
     for i, env in enumerate(envs):
-        titles = [f"run {n}: {p.run_id}, {format_rate(p.value)} {ylabel}"
-                  for n, p in zip(x, points, strict=True) if p.env == env]  # fmt: skip
+        titles = [
+            f"run {n}: {p.run_id}, {format_rate(p.value)} {ylabel}"
+            for n, p in zip(x, points, strict=True)
+            if p.env == env
+        ]
         svg = with_titles(svg, f"{name}-env{i}", titles)
     return svg
 

@@ -113,8 +113,12 @@ def power_figure(run_dir: Path, order: Sequence[str], seed: int) -> str | None:
             continue
         t = part["t_s"].to_numpy() / unit
         # The baseline on top: LRU's bins swing widely and would hide its flat line.
-        kw: dict[str, Any] = {"color": f"C{i % 10}", "lw": 1.0, "drawstyle": "steps-post",
-                              "zorder": 3 if p == "raid0" else 2}  # fmt: skip
+        kw: dict[str, Any] = {
+            "color": f"C{i % 10}",
+            "lw": 1.0,
+            "drawstyle": "steps-post",
+            "zorder": 3 if p == "raid0" else 2,
+        }
         top.plot(t, part["mean_w"].to_numpy(), label=_name(p), **kw)
         bottom.plot(t, part["spinning"].to_numpy(), **kw)
         drawn.append(_name(p))
@@ -227,15 +231,27 @@ def cdf_figure(
         handles.append(Patch(color="0.5", alpha=0.3, label=f"min–max over {banded} seeds"))
     if timeout_ns is not None and edges[0] < timeout_ns <= edges[-1] * 10:
         ax.axvline(timeout_ns, color="0.35", ls="--", lw=0.9)
-        ax.annotate("client timeout", (timeout_ns, 0.5), rotation=90, fontsize="small",
-                    ha="right", va="center", color="0.35")  # fmt: skip
+        ax.annotate(
+            "client timeout",
+            (timeout_ns, 0.5),
+            rotation=90,
+            fontsize="small",
+            ha="right",
+            va="center",
+            color="0.35",
+        )
     _latency_axis(ax, float(np.log10(max(edges[-1], timeout_ns or 0) / edges[0])))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(what)
     ax.set_ylabel("fraction of requests")
     ax.grid(alpha=0.3, which="major")
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles),
-               fontsize="small", frameon=False)  # fmt: skip
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=len(handles),
+        fontsize="small",
+        frameon=False,
+    )
     return _to_svg(fig, f"raid-{what.split()[0]}")
 
 
@@ -255,15 +271,18 @@ def _facts(config: Mapping[str, Any], summary: Mapping[str, Any]) -> list[tuple[
     facts = [
         ("trace", f"{trace.get('path', '?')} ({layout})"),
         ("requests", served),
-        ("array", f"{array.get('disks', '?')} × {model.get('label', '?')}, --disk-model "
-                  f"{array.get('model_name', '?')}"),
+        (
+            "array",
+            f"{array.get('disks', '?')} × {model.get('label', '?')}, --disk-model "
+            f"{array.get('model_name', '?')}",
+        ),
         ("stripe", format_bytes(array.get("stripe_bytes", 0))),
         ("page cache", format_bytes(cache) if cache else "none"),
         ("speed-up", f"{config.get('speedup', 1):g}× (arrival times divided by it)"),
         ("client timeout", format_duration(float(config.get("timeout_s", 0)))),
         ("seeds", ", ".join(str(s) for s in config.get("seeds") or [])),
         ("power bins", format_duration(float(array.get("bin_s", 15)))),
-    ]  # fmt: skip
+    ]
     specs = config.get("personalities") or {}
     if lru := specs.get("lru"):
         t, be = lru.get("timeout_s"), _break_even(model)
@@ -303,9 +322,11 @@ def _break_even(model: Mapping[str, Any]) -> float:
 def _paraid(p: Mapping[str, Any]) -> str:
     gears = ", ".join(str(g) for g in p.get("gears", []))
     short, long = _dur(p.get("short_s", 0)), _dur(p.get("long_s", 0))
-    return (f"gears of {gears} disks; up-shift above {p.get('up', 0):.0%} busy ({short} average),"
-            f" down below {p.get('down', 0):.0%} ({long} average), no down-shift within "
-            f"{_dur(p.get('min_dwell_s', 0))} of a shift")  # fmt: skip
+    return (
+        f"gears of {gears} disks; up-shift above {p.get('up', 0):.0%} busy ({short} average),"
+        f" down below {p.get('down', 0):.0%} ({long} average), no down-shift within "
+        f"{_dur(p.get('min_dwell_s', 0))} of a shift"
+    )
 
 
 def raid_view(run_dir: Path) -> RaidView:
@@ -317,9 +338,15 @@ def raid_view(run_dir: Path) -> RaidView:
     figures = []
     bin_s = format_duration(float((config.get("array") or {}).get("bin_s", 15)))
     if (svg := power_figure(run_dir, order, seeds[0])) is not None:
-        figures.append(("power", f"The array's mean power per {bin_s} bin (above) and its disks"
-            f" spinning on average (below), seed {seeds[0]}: LRU's spin-downs and PARAID's gear"
-            " show in the lower panel.", svg))  # fmt: skip
+        figures.append(
+            (
+                "power",
+                f"The array's mean power per {bin_s} bin (above) and its disks"
+                f" spinning on average (below), seed {seeds[0]}: LRU's spin-downs and PARAID's gear"
+                " show in the lower panel.",
+                svg,
+            )
+        )
     counts = request_counts(run_dir, order, seeds)
     notes = [] if counts else [f"The run has no {REQUESTS}: its CDFs are left out."]
     extra = (
@@ -330,12 +357,21 @@ def raid_view(run_dir: Path) -> RaidView:
     if (config.get("array") or {}).get("cache_bytes"):
         extra += " Cache hits, served at once (0 s), rise at the left edge."
     for m, what, caption, timeout in (
-        ("latency_ns", "latency", "Latency: from a request's arrival until its first stripe"
-         " unit is served.", None),
-        ("completion_ns", "completion time", "Completion time: from arrival until its last stripe"
-         " unit is served (a striped request waits for its slowest disk); above the client"
-         " timeout it counts as failed.", float(config.get("timeout_s", 0)) * 1e9 or None),
-    ):  # fmt: skip
+        (
+            "latency_ns",
+            "latency",
+            "Latency: from a request's arrival until its first stripe unit is served.",
+            None,
+        ),
+        (
+            "completion_ns",
+            "completion time",
+            "Completion time: from arrival until its last stripe"
+            " unit is served (a striped request waits for its slowest disk); above the client"
+            " timeout it counts as failed.",
+            float(config.get("timeout_s", 0)) * 1e9 or None,
+        ),
+    ):
         if counts is None:
             break
         edges, c = counts[m]

@@ -85,15 +85,24 @@ def speedup_figure(rows: Sequence[Mapping[str, Any]]) -> str:
     by = {(r["workload"], r["policy"]): r for r in rows}
     fig = Figure(figsize=(9.0, 5.2), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
-    _grouped_bars(top, workloads, {
-        p: [_value(by[w, p]["speedup_vs_dlb"]) if (w, p) in by else np.nan for w in workloads]
-        for p in policies
-    })  # fmt: skip
+    _grouped_bars(
+        top,
+        workloads,
+        {
+            p: [_value(by[w, p]["speedup_vs_dlb"]) if (w, p) in by else np.nan for w in workloads]
+            for p in policies
+        },
+    )
     top.set_ylabel("service speed-up")
-    _grouped_bars(bottom, workloads, {
-        p: [_value(by[w, p]["batch_slowdown"]) if (w, p) in by else np.nan for w in workloads]
-        for p in policies
-    }, labelled=False)  # fmt: skip
+    _grouped_bars(
+        bottom,
+        workloads,
+        {
+            p: [_value(by[w, p]["batch_slowdown"]) if (w, p) in by else np.nan for w in workloads]
+            for p in policies
+        },
+        labelled=False,
+    )
     bottom.set_ylabel("batch slowdown")
     _legend(fig, policies)
     return _to_svg(fig, "sim-speedup")
@@ -181,10 +190,22 @@ def sim_view(run_dir: Path) -> SimView:
         )
     figures = []
     if rows:
-        figures.append(("speedup", "Service-job speed-up (T_DLB / T − 1) and batch-job slowdown,"
-                        " per workload and policy.", speedup_figure(rows)))  # fmt: skip
-        figures.append(("energy", "Energy saved against DLB by component (socket: cores, L3 and"
-                        " crossbar), mean over the workloads.", energy_figure(rows)))  # fmt: skip
+        figures.append(
+            (
+                "speedup",
+                "Service-job speed-up (T_DLB / T − 1) and batch-job slowdown,"
+                " per workload and policy.",
+                speedup_figure(rows),
+            )
+        )
+        figures.append(
+            (
+                "energy",
+                "Energy saved against DLB by component (socket: cores, L3 and"
+                " crossbar), mean over the workloads.",
+                energy_figure(rows),
+            )
+        )
     focus = config.get("focus") or (rows[0]["workload"] if rows else None)
     if focus is not None and (svg := series_figure(run_dir, focus)) is not None:
         figures.append(("series", f"{focus} under each policy over simulated time.", svg))

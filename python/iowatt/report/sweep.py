@@ -366,9 +366,16 @@ def _draw_band(ax: Axes, x: Array, ys: Band, color: str, label: str) -> None:
         ax.fill_between(x, lo, hi, color=color, alpha=0.18, lw=0)
     # Not clipped: a disk that stalled at 0 MiB/s must show on the axis, not under it.
     ax.plot(
-        x, mean, color=color, lw=1.6, label=label,
-        marker="o" if x.size <= _MARKERS_UP_TO else None, ms=4, clip_on=False, zorder=3,
-    )  # fmt: skip
+        x,
+        mean,
+        color=color,
+        lw=1.6,
+        label=label,
+        marker="o" if x.size <= _MARKERS_UP_TO else None,
+        ms=4,
+        clip_on=False,
+        zorder=3,
+    )
 
 
 def curve_plot(

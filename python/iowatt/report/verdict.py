@@ -137,8 +137,14 @@ def forest_plot(cmp: Comparison) -> str | None:
         filled = c.significant(cmp.settings)
         if np.isfinite(d.ci_low) and np.isfinite(d.ci_high):
             ax.plot([d.ci_low, d.ci_high], [y, y], color=color, linewidth=2)
-        ax.plot([d.pct], [y], "o", color=color, markerfacecolor=color if filled else "white",
-                gid=f"cell{y}")  # fmt: skip
+        ax.plot(
+            [d.pct],
+            [y],
+            "o",
+            color=color,
+            markerfacecolor=color if filled else "white",
+            gid=f"cell{y}",
+        )
     ax.set_yticks(range(len(cells)), [f"{c.workload} · {c.group}" for c in cells])
     ax.invert_yaxis()
     ax.set_xlabel(f"% difference from {cmp.settings.by}={cmp.control}")
@@ -151,8 +157,12 @@ def forest_plot(cmp: Comparison) -> str | None:
     for y, c in enumerate(cells):
         d = c.diff
         assert d is not None
-        svg = with_titles(svg, f"forest-cell{y}", [
-            f"{c.workload} · {c.group}: {d.pct:+.1f}% (CI {d.ci_low:+.1f}% … {d.ci_high:+.1f}%), "
-            f"p = {d.p_value:.3g}, n = {c.summary.n}"
-        ])  # fmt: skip
+        svg = with_titles(
+            svg,
+            f"forest-cell{y}",
+            [
+                f"{c.workload} · {c.group}: {d.pct:+.1f}% (CI {d.ci_low:+.1f}%"
+                f" … {d.ci_high:+.1f}%), p = {d.p_value:.3g}, n = {c.summary.n}"
+            ],
+        )
     return svg

@@ -92,14 +92,18 @@ def _check_key(key: str, model: Mapping[str, Any]) -> None:
         walked.append(part)
         node = node[part]
     if isinstance(node, bool) or not isinstance(node, int | float):
-        raise ConfigError(f"--grid `{key}` is not a number in the model (it is {node!r})",
-                          "a grid varies numbers; --model changes the rest")  # fmt: skip
+        raise ConfigError(
+            f"--grid `{key}` is not a number in the model (it is {node!r})",
+            "a grid varies numbers; --model changes the rest",
+        )
 
 
 def points(axes: Sequence[Axis]) -> list[dict[str, float]]:
     """Every combination, the last axis varying fastest."""
-    return [dict(zip([a.key for a in axes], combo, strict=True))
-            for combo in itertools.product(*(a.values for a in axes))]  # fmt: skip
+    return [
+        dict(zip([a.key for a in axes], combo, strict=True))
+        for combo in itertools.product(*(a.values for a in axes))
+    ]
 
 
 def with_values(model: Mapping[str, Any], point: Mapping[str, float]) -> dict[str, Any]:

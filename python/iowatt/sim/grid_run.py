@@ -76,10 +76,11 @@ def run_grid(
             shared = client.scatter(plan, broadcast=True)
             tag = uuid.uuid4().hex[:8]
             futures = {
-                client.submit(_point, fn, shared, model, p, pure=False,
-                              key=f"iowatt-grid-{tag}-{i}"): i
+                client.submit(
+                    _point, fn, shared, model, p, pure=False, key=f"iowatt-grid-{tag}-{i}"
+                ): i
                 for i, p in enumerate(grid)
-            }  # fmt: skip
+            }
             done = 0
             try:
                 for future in as_completed(futures):
@@ -135,13 +136,30 @@ def _write(
 
     from iowatt.store.catalog import publish
 
-    config = {"simulator": simulator, "axes": [{"key": a.key, "values": list(a.values)}
-                                               for a in axes], "base": plan.recorded()}  # fmt: skip
-    manifest = run_manifest(writer.run_id, "sim-grid", None if failure is None else
-                            failure.message, started_ns, 0, dict(labels), config)  # fmt: skip
+    config = {
+        "simulator": simulator,
+        "axes": [{"key": a.key, "values": list(a.values)} for a in axes],
+        "base": plan.recorded(),
+    }
+    manifest = run_manifest(
+        writer.run_id,
+        "sim-grid",
+        None if failure is None else failure.message,
+        started_ns,
+        0,
+        dict(labels),
+        config,
+    )
     done = len({r["point"] for r in rows})
-    summary = {"run_id": writer.run_id, "kind": "sim-grid", "status": manifest["status"],
-               "simulator": simulator, "points": total, "done": done, "rows": rows}  # fmt: skip
+    summary = {
+        "run_id": writer.run_id,
+        "kind": "sim-grid",
+        "status": manifest["status"],
+        "simulator": simulator,
+        "points": total,
+        "done": done,
+        "rows": rows,
+    }
     writer.write_json("manifest.json", manifest)
     writer.write_json("summary.json", summary)
     table = pa.Table.from_pylist([{"run_id": writer.run_id, **r} for r in rows])

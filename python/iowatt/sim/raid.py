@@ -49,10 +49,13 @@ class RaidPlan:
     def array(self) -> dict[str, Any]:
         a = self.params["array"]
         return {
-            "model": self.model, "model_name": self.model_name, "disks": self.disks,
-            "stripe_bytes": round(a["stripe_kb"] * 1024), "bin_s": a["bin_s"],
+            "model": self.model,
+            "model_name": self.model_name,
+            "disks": self.disks,
+            "stripe_bytes": round(a["stripe_kb"] * 1024),
+            "bin_s": a["bin_s"],
             "cache_bytes": self.cache_bytes,
-        }  # fmt: skip
+        }
 
     def spec(self, name: str) -> dict[str, Any]:
         if name == "raid0":
@@ -67,10 +70,13 @@ class RaidPlan:
 
     def recorded(self) -> dict[str, Any]:
         return {
-            "trace": self.requests.described, "array": self.array(), "personalities":
-            {p: self.spec(p) for p in self.personalities}, "seeds": self.seeds,
-            "timeout_s": self.timeout_s, "speedup": self.speedup,
-        }  # fmt: skip
+            "trace": self.requests.described,
+            "array": self.array(),
+            "personalities": {p: self.spec(p) for p in self.personalities},
+            "seeds": self.seeds,
+            "timeout_s": self.timeout_s,
+            "speedup": self.speedup,
+        }
 
 
 def plan(
@@ -118,11 +124,21 @@ def plan(
     if len(requests) == 0:
         raise ConfigError(f"trace `{trace}` has no request the array would serve", "")
     return RaidPlan(
-        requests=requests, model_name=disk_model_name, model=model, disks=disks,
-        personalities=chosen, params=load_overridden(PARAMS, params, "--params"),
-        seeds=seed_list, timeout_s=timeout_s, cache_bytes=parse_size(cache, "--cache"),
-        speedup=speedup, results=results, labels=labels or {}, report=report, notes=notes,
-    )  # fmt: skip
+        requests=requests,
+        model_name=disk_model_name,
+        model=model,
+        disks=disks,
+        personalities=chosen,
+        params=load_overridden(PARAMS, params, "--params"),
+        seeds=seed_list,
+        timeout_s=timeout_s,
+        cache_bytes=parse_size(cache, "--cache"),
+        speedup=speedup,
+        results=results,
+        labels=labels or {},
+        report=report,
+        notes=notes,
+    )
 
 
 def simulate_all(
@@ -138,11 +154,14 @@ def simulate_all(
         for p in config.personalities:
             for seed in config.seeds:
                 started = time.monotonic()
-                r = raid_simulate({"array": config.array(), "spec": config.spec(p)}, columns, n,
-                                  seed)  # fmt: skip
+                r = raid_simulate(
+                    {"array": config.array(), "spec": config.spec(p)}, columns, n, seed
+                )
                 out.append({"personality": p, "seed": seed, **r})
-                note(f"{len(out)}/{total} simulated: {p}, seed {seed}, "
-                     f"{time.monotonic() - started:.1f} s")  # fmt: skip
+                note(
+                    f"{len(out)}/{total} simulated: {p}, seed {seed}, "
+                    f"{time.monotonic() - started:.1f} s"
+                )
     except KeyboardInterrupt:
         return out, RunInterrupted("interrupted")
     return out, None
@@ -162,9 +181,11 @@ def run(config: RaidPlan, note: Callable[[str], None] = lambda _: None) -> Path:
         writer.abandon()
         raise
     return record.commit(
-        writer, bool(results), failure,
+        writer,
+        bool(results),
+        failure,
         lambda: _write(writer, config, results or [], failure, started_ns),
-    )  # fmt: skip
+    )
 
 
 def _write(
@@ -180,13 +201,21 @@ def _write(
     rows = t.run_rows(writer.run_id, results, config.timeout_s)
     reason = None if failure is None else failure.message
     manifest = run_manifest(
-        writer.run_id, "sim-raid", reason, started_ns, config.seeds[0], config.labels,
+        writer.run_id,
+        "sim-raid",
+        reason,
+        started_ns,
+        config.seeds[0],
+        config.labels,
         config.recorded(),
-    )  # fmt: skip
+    )
     summary = {
-        "run_id": writer.run_id, "kind": "sim-raid", "status": manifest["status"],
-        "requests": len(config.requests), "raid": t.personality_table(results, rows),
-    }  # fmt: skip
+        "run_id": writer.run_id,
+        "kind": "sim-raid",
+        "status": manifest["status"],
+        "requests": len(config.requests),
+        "raid": t.personality_table(results, rows),
+    }
     bin_s = config.params["array"]["bin_s"]
     writer.write_json("manifest.json", manifest)
     writer.write_json("summary.json", summary)

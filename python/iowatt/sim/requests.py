@@ -89,8 +89,13 @@ def _msr(path: Path, speedup: float) -> Requests:
 
     names = ["Timestamp", "Hostname", "DiskNumber", "Type", "Offset", "Size", "ResponseTime"]
     hint = "the MSR-Cambridge layout: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime"
-    types = {"Timestamp": pa.int64(), "Offset": pa.uint64(), "Size": pa.uint64(),
-             "Type": pa.string(), "Hostname": pa.string()}  # fmt: skip
+    types = {
+        "Timestamp": pa.int64(),
+        "Offset": pa.uint64(),
+        "Size": pa.uint64(),
+        "Type": pa.string(),
+        "Hostname": pa.string(),
+    }
     try:
         table = pcsv.read_csv(
             path,
@@ -115,9 +120,13 @@ def _msr(path: Path, speedup: float) -> Requests:
         table["Offset"].to_numpy().astype(np.uint64),
         np.maximum(table["Size"].to_numpy().astype(np.uint64), 1),
         write,
-        {"layout": "msr-csv", "path": str(path), "requests": table.num_rows,
-         "writes": int(write.sum())},
-    )  # fmt: skip
+        {
+            "layout": "msr-csv",
+            "path": str(path),
+            "requests": table.num_rows,
+            "writes": int(write.sum()),
+        },
+    )
 
 
 def _blkparse(path: Path, speedup: float) -> Requests:
@@ -204,10 +213,18 @@ def _web(
         offset,
         size.astype(np.uint64),
         np.zeros(size.size, dtype=bool),
-        {"layout": layout, "path": str(path), "format": fmt, **read, "requests": len(targets),
-         "left_out": int((~keep).sum()), "files": len(where), "tree": str(tree) if tree else None,
-         "not_in_tree": known},
-    )  # fmt: skip
+        {
+            "layout": layout,
+            "path": str(path),
+            "format": fmt,
+            **read,
+            "requests": len(targets),
+            "left_out": int((~keep).sum()),
+            "files": len(where),
+            "tree": str(tree) if tree else None,
+            "not_in_tree": known,
+        },
+    )
 
 
 def _layout(
@@ -224,8 +241,12 @@ def _layout(
         from iowatt.tree.manifest import read
 
         table, _ = read(tree)
-        for p, kind, s in zip(table["path"].to_pylist(), table["type"].to_pylist(),
-                              table["size"].to_pylist(), strict=True):  # fmt: skip
+        for p, kind, s in zip(
+            table["path"].to_pylist(),
+            table["type"].to_pylist(),
+            table["size"].to_pylist(),
+            strict=True,
+        ):
             if kind == "file":
                 files["/" + p.lstrip("/")] = max(int(s or 0), 1)
     missing = [t for t in largest if t not in files]

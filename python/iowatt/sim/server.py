@@ -176,9 +176,11 @@ def run(
         writer.abandon()
         raise
     return record.commit(
-        writer, results is not None, failure,
+        writer,
+        results is not None,
+        failure,
         lambda: _write(writer, config, results or [], failure, started_ns),
-    )  # fmt: skip
+    )
 
 
 def _write(
@@ -197,9 +199,14 @@ def _write(
         reason = f"not done within control.max_sim_s: {', '.join(timed_out)}"
     rows = tables.per_run_rows(writer.run_id, results)
     manifest = run_manifest(
-        writer.run_id, "sim-server", reason, started_ns, config.seeds[0], config.labels,
+        writer.run_id,
+        "sim-server",
+        reason,
+        started_ns,
+        config.seeds[0],
+        config.labels,
         config.recorded(),
-    )  # fmt: skip
+    )
     status = manifest["status"]
     summary = {
         "run_id": writer.run_id,

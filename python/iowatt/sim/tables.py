@@ -67,8 +67,16 @@ def per_run_rows(run_id: str, results: Sequence[Mapping[str, Any]]) -> list[dict
         for c in (*COMPONENTS, "total"):
             share = _ratio(energy[c], b_energy[c]) if done and b else None
             row[f"saving_{c}"] = None if share is None else 1 - share
-        for k in ("peak_core_c", "peak_dimm_c", "gating_s", "mean_pwm", "hdd_mb", "ssd_mb",
-                  "migrations", "events_total"):  # fmt: skip
+        for k in (
+            "peak_core_c",
+            "peak_dimm_c",
+            "gating_s",
+            "mean_pwm",
+            "hdd_mb",
+            "ssd_mb",
+            "migrations",
+            "events_total",
+        ):
             row[k] = r[k]
         rows.append(row)
     return rows

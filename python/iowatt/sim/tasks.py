@@ -36,8 +36,14 @@ class TasksPlan:
 
     def recorded(self) -> dict[str, Any]:
         """The manifest's ``config``: the simulator's whole input."""
-        return {"sets": self.sets, "types": self.types, "model": self.model,
-                "per_core": self.per_core, "disks": self.disks, "nodes": self.nodes}  # fmt: skip
+        return {
+            "sets": self.sets,
+            "types": self.types,
+            "model": self.model,
+            "per_core": self.per_core,
+            "disks": self.disks,
+            "nodes": self.nodes,
+        }
 
 
 def load_sets(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -45,8 +51,13 @@ def load_sets(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     return load_extended(SETS, path, "SET", ("types", "sets"), "set file", "a set file")
 
 
-def batches(name: str, sets: dict[str, Any], types: dict[str, Any], rounds: int | None = None,
-            seen: tuple[str, ...] = ()) -> list[list[str]]:  # fmt: skip
+def batches(
+    name: str,
+    sets: dict[str, Any],
+    types: dict[str, Any],
+    rounds: int | None = None,
+    seen: tuple[str, ...] = (),
+) -> list[list[str]]:
     """Set ``name`` as batches run back to back, each its task types in queue order;
     ``rounds`` replaces every set's ``repeat``."""
     if name not in sets:
@@ -118,16 +129,24 @@ def simulate_batches(
     for batch in batches:
         order = list(dict.fromkeys(batch))
         index = {t: i for i, t in enumerate(order)}
-        r = tasks_simulate({
-            "node": node,
-            "types": [{"name": t, "cpu_s": float(types[t].get("cpu_s", 0.0)),
-                       "input_mb": float(types[t].get("input_mb", 0.0)),
-                       "memory_gb": float(types[t].get("memory_gb", 0.0))} for t in order],
-            "queue": [index[t] for t in batch],
-            "per_core": per_core,
-            "nodes": nodes,
-            "chunk_mb": chunk_mb,
-        })  # fmt: skip
+        r = tasks_simulate(
+            {
+                "node": node,
+                "types": [
+                    {
+                        "name": t,
+                        "cpu_s": float(types[t].get("cpu_s", 0.0)),
+                        "input_mb": float(types[t].get("input_mb", 0.0)),
+                        "memory_gb": float(types[t].get("memory_gb", 0.0)),
+                    }
+                    for t in order
+                ],
+                "queue": [index[t] for t in batch],
+                "per_core": per_core,
+                "nodes": nodes,
+                "chunk_mb": chunk_mb,
+            }
+        )
         for key in total:
             total[key] += r[key]
     return total
@@ -135,8 +154,12 @@ def simulate_batches(
 
 def figures(makespan_s: float, energy_j: float, jobs: float) -> dict[str, float]:
     """The study's figures from a makespan, the energy spent in it and the jobs done."""
-    return {"makespan_s": makespan_s, "jobs_per_h": jobs * 3600 / makespan_s,
-            "avg_w": energy_j / makespan_s, "wh_per_job": energy_j / 3600 / jobs}  # fmt: skip
+    return {
+        "makespan_s": makespan_s,
+        "jobs_per_h": jobs * 3600 / makespan_s,
+        "avg_w": energy_j / makespan_s,
+        "wh_per_job": energy_j / 3600 / jobs,
+    }
 
 
 def simulate(plan: TasksPlan) -> list[dict[str, Any]]:
@@ -146,9 +169,13 @@ def simulate(plan: TasksPlan) -> list[dict[str, Any]]:
         for disk in plan.disks:
             node = {**plan.model["node"], "disk": plan.model["disks"][disk]}
             for k in plan.per_core:
-                row: dict[str, Any] = {"set": name, "disk": disk, "per_core": k,
-                                       "nodes": plan.nodes,
-                                       "tasks": sum(len(b) for b in batches)}  # fmt: skip
+                row: dict[str, Any] = {
+                    "set": name,
+                    "disk": disk,
+                    "per_core": k,
+                    "nodes": plan.nodes,
+                    "tasks": sum(len(b) for b in batches),
+                }
                 refused: str | None = None
                 t: dict[str, float] | None = None
                 try:
@@ -180,11 +207,12 @@ def run(plan: TasksPlan) -> tuple[Path, list[dict[str, Any]]]:
     writer = RunWriter(plan.results, new_run_id("sim-tasks"))
     writer.write_json(
         "manifest.json",
-        run_manifest(writer.run_id, "sim-tasks", None, started_ns, 0, plan.labels,
-                     plan.recorded()),
-    )  # fmt: skip
-    writer.write_json("summary.json", {"run_id": writer.run_id, "kind": "sim-tasks",
-                                       "status": "complete", "tasks": rows})  # fmt: skip
+        run_manifest(writer.run_id, "sim-tasks", None, started_ns, 0, plan.labels, plan.recorded()),
+    )
+    writer.write_json(
+        "summary.json",
+        {"run_id": writer.run_id, "kind": "sim-tasks", "status": "complete", "tasks": rows},
+    )
     table = pa.Table.from_pylist([{"run_id": writer.run_id, **r} for r in rows], TASKS_SIM_SCHEMA)
     writer.write_table("tasks_sim.parquet", table)
     return publish(writer), rows

@@ -79,9 +79,16 @@ CREATE TABLE dirs (dir VARCHAR, run_id VARCHAR, indexed BOOLEAN, file VARCHAR, r
 CREATE TABLE meta (key VARCHAR, value VARCHAR);
 """
 _ROW_TABLES = (
-    "runs", "workloads", "flowops", "energy", "replays", "sim_server", "sim_raid", "task_runs",
+    "runs",
+    "workloads",
+    "flowops",
+    "energy",
+    "replays",
+    "sim_server",
+    "sim_raid",
+    "task_runs",
     "files",
-)  # fmt: skip
+)
 
 
 @dataclass
@@ -151,9 +158,13 @@ def refresh(
 
 
 def _replace(
-    path: Path, results: Path, disk: Mapping[str, Path], done: Refreshed, redo: list[str],
+    path: Path,
+    results: Path,
+    disk: Mapping[str, Path],
+    done: Refreshed,
+    redo: list[str],
     fresh: bool,
-) -> None:  # fmt: skip
+) -> None:
     tmp = results / f".catalog-{secrets.token_hex(4)}.duckdb"
     try:
         if not fresh:
@@ -246,9 +257,12 @@ def _refresh_views(con: duckdb.DuckDBPyConnection) -> None:
     """Each view reads the files of the runs in this snapshot, named one by one: a glob would
     also read runs being written (``.tmp-*``) and break on any damaged file."""
     for view in VIEWS:
-        paths = [p for (p,) in con.execute(
-            "SELECT path FROM files WHERE view = ? ORDER BY path", [view]
-        ).fetchall()]  # fmt: skip
+        paths = [
+            p
+            for (p,) in con.execute(
+                "SELECT path FROM files WHERE view = ? ORDER BY path", [view]
+            ).fetchall()
+        ]
         if not paths:
             con.execute(f"DROP VIEW IF EXISTS {view}")
             continue

@@ -96,63 +96,123 @@ def _rows(run_dir: Path, manifest: Mapping[str, Any], summary: Mapping[str, Any]
         lat = w["latency_ns"]
         rows.workloads.append(
             [
-                run_id, name, cfg.get("personality"), cfg.get("engine"), _int(cfg.get("iosize")),
-                _int(cfg.get("nthreads")), _int(cfg.get("iodepth")), cfg.get("directio"),
-                _int(w["ops"]), _float(w["ops_s"]), _float(w["mib_s"]), _int(w["errors"]),
-                _float(w["runtime_s"]), _int(lat["p50"]), _int(lat["p99"]), _int(lat["max"]),
+                run_id,
+                name,
+                cfg.get("personality"),
+                cfg.get("engine"),
+                _int(cfg.get("iosize")),
+                _int(cfg.get("nthreads")),
+                _int(cfg.get("iodepth")),
+                cfg.get("directio"),
+                _int(w["ops"]),
+                _float(w["ops_s"]),
+                _float(w["mib_s"]),
+                _int(w["errors"]),
+                _float(w["runtime_s"]),
+                _int(lat["p50"]),
+                _int(lat["p99"]),
+                _int(lat["max"]),
             ]
-        )  # fmt: skip
+        )
         for fname, f in (w.get("flowops") or {}).items():
             rows.flowops.append(
                 [
-                    run_id, name, fname, f.get("kind"), bool(f.get("io", True)),
-                    _int(f.get("ops")), _float(f.get("ops_s")), _float(f.get("mib_s")),
-                    _int(f.get("errors")), _float(f.get("mean_ns")), _int(f.get("p50_ns")),
-                    _int(f.get("p99_ns")), _int(f.get("max_ns")),
+                    run_id,
+                    name,
+                    fname,
+                    f.get("kind"),
+                    bool(f.get("io", True)),
+                    _int(f.get("ops")),
+                    _float(f.get("ops_s")),
+                    _float(f.get("mib_s")),
+                    _int(f.get("errors")),
+                    _float(f.get("mean_ns")),
+                    _int(f.get("p50_ns")),
+                    _int(f.get("p99_ns")),
+                    _int(f.get("max_ns")),
                 ]
-            )  # fmt: skip
+            )
     rows.energy = [[run_id, *row] for row in energy_rows(summary.get("power") or {})]
     if isinstance(r := summary.get("replay"), Mapping):
         rows.replay = [
-            run_id, _int(r["requests"]), _int(r["measured"]), _float(r["success_rate"]),
-            _float(r["log_success_rate"]), _float(r["conns_s"]), _int(r["max_open"]),
-            _int(r["ttfb_ns"]["p50"]), _int(r["ttfb_ns"]["p99"]),
-            _int(r["completion_ns"]["p50"]), _int(r["completion_ns"]["p99"]),
-            _int(r["lateness_ns"]["p99"]), _float(r["speedup"]),
-        ]  # fmt: skip
+            run_id,
+            _int(r["requests"]),
+            _int(r["measured"]),
+            _float(r["success_rate"]),
+            _float(r["log_success_rate"]),
+            _float(r["conns_s"]),
+            _int(r["max_open"]),
+            _int(r["ttfb_ns"]["p50"]),
+            _int(r["ttfb_ns"]["p99"]),
+            _int(r["completion_ns"]["p50"]),
+            _int(r["completion_ns"]["p99"]),
+            _int(r["lateness_ns"]["p99"]),
+            _float(r["speedup"]),
+        ]
     if manifest["kind"] == "sim-server":
         for p in summary.get("policies") or []:
             e, saving = p["energy_j"], p["energy_saving_vs_dlb"]
             rows.sim_server.append(
                 [
-                    run_id, _text(p["workload"]), _text(p["policy"]), _int(p["seeds"]),
-                    _float(p["service_time_s"]), _float(p["speedup_vs_dlb"]),
-                    _float(p["batch_slowdown"]), _float(e["socket"]), _float(e["memory"]),
-                    _float(e["fans"]), _float(e["total"]), _float(saving["total"]),
-                    _float(p["peak_temp_c"]), _float(p["gating_s"]), _float(p["mean_pwm"]),
+                    run_id,
+                    _text(p["workload"]),
+                    _text(p["policy"]),
+                    _int(p["seeds"]),
+                    _float(p["service_time_s"]),
+                    _float(p["speedup_vs_dlb"]),
+                    _float(p["batch_slowdown"]),
+                    _float(e["socket"]),
+                    _float(e["memory"]),
+                    _float(e["fans"]),
+                    _float(e["total"]),
+                    _float(saving["total"]),
+                    _float(p["peak_temp_c"]),
+                    _float(p["gating_s"]),
+                    _float(p["mean_pwm"]),
                 ]
-            )  # fmt: skip
+            )
     if manifest["kind"] == "sim-raid":
         for p in summary.get("raid") or []:
             lat, comp = p["latency_s"], p["completion_s"]
             rows.sim_raid.append(
                 [
-                    run_id, _text(p["personality"]), _int(p["seeds"]), _float(p["energy_j"]),
-                    _float(p["energy_saving_vs_raid0"]), _float(p["mean_w"]),
-                    _float(lat["p50"]), _float(lat["p99"]), _float(lat["max"]),
-                    _float(comp["p50"]), _float(comp["p99"]), _float(comp["max"]),
-                    _float(p["success_rate"]), _float(p["timeouts"]),
+                    run_id,
+                    _text(p["personality"]),
+                    _int(p["seeds"]),
+                    _float(p["energy_j"]),
+                    _float(p["energy_saving_vs_raid0"]),
+                    _float(p["mean_w"]),
+                    _float(lat["p50"]),
+                    _float(lat["p99"]),
+                    _float(lat["max"]),
+                    _float(comp["p50"]),
+                    _float(comp["p99"]),
+                    _float(comp["max"]),
+                    _float(p["success_rate"]),
+                    _float(p["timeouts"]),
                 ]
-            )  # fmt: skip
+            )
     if manifest["kind"] == "tasks":
         t = summary["tasks"]
         rows.task_run = [
-            run_id, _text(t["set"]), _text(t["disk"]), _int(t["per_core"]), _int(t["slots"]),
-            _int(t["cores"]), _int(t["rep"]), _int(t["tasks"]), _int(t["done"]),
-            _int(t["failed"]), _float(t["makespan_s"]), _float(t["jobs_per_h"]),
-            _float(t["avg_w"]), _float(t["peak_w"]), _float(t["wh_per_job"]), t["power"],
+            run_id,
+            _text(t["set"]),
+            _text(t["disk"]),
+            _int(t["per_core"]),
+            _int(t["slots"]),
+            _int(t["cores"]),
+            _int(t["rep"]),
+            _int(t["tasks"]),
+            _int(t["done"]),
+            _int(t["failed"]),
+            _float(t["makespan_s"]),
+            _float(t["jobs_per_h"]),
+            _float(t["avg_w"]),
+            _float(t["peak_w"]),
+            _float(t["wh_per_job"]),
+            t["power"],
             _text(t["key"]),
-        ]  # fmt: skip
+        ]
     return rows
 
 
@@ -165,11 +225,20 @@ def energy_rows(power: Mapping[str, Any]) -> Iterator[list[Any]]:
         for key, e in channels.items():
             source, _, channel = key.partition("/")
             yield [
-                window, source, channel, e.get("scope"), _float(e["energy_j"]),
-                _float(e["avg_w"]), _float(e["peak_w"]), _float(e["duration_s"]),
-                _float(e["gap_s"]), _float((idle.get(key) or {}).get("avg_w")),
-                _float(e.get("dynamic_j")), _float(e.get("j_per_op")), _float(e.get("j_per_byte")),
-            ]  # fmt: skip
+                window,
+                source,
+                channel,
+                e.get("scope"),
+                _float(e["energy_j"]),
+                _float(e["avg_w"]),
+                _float(e["peak_w"]),
+                _float(e["duration_s"]),
+                _float(e["gap_s"]),
+                _float((idle.get(key) or {}).get("avg_w")),
+                _float(e.get("dynamic_j")),
+                _float(e.get("j_per_op")),
+                _float(e.get("j_per_byte")),
+            ]
 
 
 def _text(value: Any) -> str:

@@ -196,12 +196,28 @@ POLICY_SCHEMA = pa.schema(
     ]
 )
 SIM_SERIES_COLUMNS = (
-    "core_max_c", "dimm_max_c", "sink_c", "pwm", "disk_frac", "disk_mb_s", "ssd_mb_s",
-    "cache_gb", "gating", "socket_w", "memory_w", "fans_w", "disks_w", "active_dimms",
+    "core_max_c",
+    "dimm_max_c",
+    "sink_c",
+    "pwm",
+    "disk_frac",
+    "disk_mb_s",
+    "ssd_mb_s",
+    "cache_gb",
+    "gating",
+    "socket_w",
+    "memory_w",
+    "fans_w",
+    "disks_w",
+    "active_dimms",
     "batch_speed",
-)  # fmt: skip
-_KEYS = [("run_id", pa.string()), ("workload", pa.string()), ("policy", pa.string()),
-         ("seed", pa.int64())]  # fmt: skip
+)
+_KEYS = [
+    ("run_id", pa.string()),
+    ("workload", pa.string()),
+    ("policy", pa.string()),
+    ("seed", pa.int64()),
+]
 SIM_SERIES_SCHEMA = pa.schema(
     [*_KEYS, ("t_s", pa.float64())] + [(c, pa.float64()) for c in SIM_SERIES_COLUMNS]
 )
@@ -218,10 +234,12 @@ SIM_EVENT_SCHEMA = pa.schema(
 
 # A fleet run's hosts (docs/run-store.md, "fleet runs"): its merged workloads are in the bench
 # files above; each host's own seconds and histograms are these, with the host's name.
-HOST_INTERVAL_SCHEMA = pa.schema([INTERVAL_SCHEMA.field(0), ("host", pa.string()),
-                                  *list(INTERVAL_SCHEMA)[1:]])  # fmt: skip
-HOST_LATENCY_SCHEMA = pa.schema([LATENCY_SCHEMA.field(0), ("host", pa.string()),
-                                 *list(LATENCY_SCHEMA)[1:]])  # fmt: skip
+HOST_INTERVAL_SCHEMA = pa.schema(
+    [INTERVAL_SCHEMA.field(0), ("host", pa.string()), *list(INTERVAL_SCHEMA)[1:]]
+)
+HOST_LATENCY_SCHEMA = pa.schema(
+    [LATENCY_SCHEMA.field(0), ("host", pa.string()), *list(LATENCY_SCHEMA)[1:]]
+)
 HOSTS_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),

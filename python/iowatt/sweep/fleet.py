@@ -38,9 +38,12 @@ class Hosts:
     def run(self, fn: Any, per_host: dict[str, Any]) -> dict[str, Any]:
         """``fn(per_host[h])`` on each host h, pinned there; their results by host, or the
         first failure as an error naming its host."""
-        futures = {h: self.client.submit(fn, arg, workers=[self.address[h]], pure=False,
-                                         allow_other_workers=False)
-                   for h, arg in per_host.items()}  # fmt: skip
+        futures = {
+            h: self.client.submit(
+                fn, arg, workers=[self.address[h]], pure=False, allow_other_workers=False
+            )
+            for h, arg in per_host.items()
+        }
         out = {}
         for h, f in futures.items():
             got = f.result()
@@ -140,17 +143,21 @@ def generate(
     for d in disks:
         jobs.setdefault(d.host or "", []).append((d, config.workload(d, settle_s, hold_s)))
     start = start_together(
-        hosts.client, _generate_host, {hosts.address[h]: js for h, js in jobs.items()}, note,
+        hosts.client,
+        _generate_host,
+        {hosts.address[h]: js for h, js in jobs.items()},
+        note,
         stop=stop,
-    )  # fmt: skip
+    )
     if start.interrupted:
         raise KeyboardInterrupt
     by_name: dict[str, WorkloadResult] = {}
     for addr, o in start.hosts.items():
         if o["error"] is not None or o["result"] is None:
             host = next(h for h, a in hosts.address.items() if a == addr)
-            raise SourceUnavailableError(f"host {host}: {o['error'] or 'no result'}",
-                                         "the step stopped on every host")  # fmt: skip
+            raise SourceUnavailableError(
+                f"host {host}: {o['error'] or 'no result'}", "the step stopped on every host"
+            )
         for result, started_rt in o["result"]:
             # Its start, from its clock to this host's: the rows of every host on one clock.
             here_rt = started_rt - o["offset_ns"]
@@ -162,8 +169,9 @@ def generate(
 def _generate_host(jobs: list[tuple[Disk, WorkloadConfig]], gate: Any) -> Any:
     """On a host: its disks' generators held until the common start, then run; each result
     with when it began measuring on this host's wall clock."""
-    held = run_held([WorkloadRun.fileio(wl.engine_spec(d.target, d.device)) for d, wl in jobs],
-                    gate)  # fmt: skip
+    held = run_held(
+        [WorkloadRun.fileio(wl.engine_spec(d.target, d.device)) for d, wl in jobs], gate
+    )
     return None if held is None else held.results
 
 

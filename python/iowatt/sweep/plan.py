@@ -96,10 +96,20 @@ class SweepConfig:
         """The generator of one disk for one step: random writes, O_DIRECT."""
         g = self.generator
         return WorkloadConfig(
-            name=disk.name, personality="randomwrite", iosize=g.iosize, filesize=disk.size,
-            nthreads=g.nthreads, directio=True, dsync=False, engine=g.engine, iodepth=g.iodepth,
-            runtime_s=hold_s, ramp_s=settle_s, rate=None, seed=self.seed,
-        )  # fmt: skip
+            name=disk.name,
+            personality="randomwrite",
+            iosize=g.iosize,
+            filesize=disk.size,
+            nthreads=g.nthreads,
+            directio=True,
+            dsync=False,
+            engine=g.engine,
+            iodepth=g.iodepth,
+            runtime_s=hold_s,
+            ramp_s=settle_s,
+            rate=None,
+            seed=self.seed,
+        )
 
     def describe(self) -> dict[str, Any]:
         """The manifest's ``config``."""
@@ -350,9 +360,13 @@ def _disk_name(path: Path) -> str:
 
 def _check_driver_options(driver: str, req: Request, disks: list[Disk]) -> None:
     given = {
-        "--vendor": req.vendor, "--bmc": req.bmc, "--set": req.set_template,
-        "--reset": req.reset, "--safe": req.safe, "--profiles": req.profiles,
-    }  # fmt: skip
+        "--vendor": req.vendor,
+        "--bmc": req.bmc,
+        "--set": req.set_template,
+        "--reset": req.reset,
+        "--safe": req.safe,
+        "--profiles": req.profiles,
+    }
     allowed = {
         "ipmi": ("--vendor", "--bmc", "--set", "--reset"),
         "cmd": ("--set", "--reset", "--safe"),

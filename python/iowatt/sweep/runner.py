@@ -286,13 +286,26 @@ def _row(
     start = result["measure_start_ns"]
     lat = s["latency_ns"]
     return {
-        "disk": result["name"], "stimulus": config.stimulus.kind,
-        "unit": config.stimulus.unit, "pass_no": pass_no, "step": step, "value": value,
-        "start_mono_ns": start, "end_mono_ns": start + result["measured_ns"],
-        "t_s": (start - t0) / 1e9, "hold_s": s["runtime_s"], "ops": s["ops"], "bytes": s["bytes"],
-        "errors": s["errors"], "mib_s": s["mib_s"], "iops": s["ops_s"], "p50_ns": lat["p50"],
-        "p99_ns": lat["p99"], "p999_ns": lat["p99.9"], "max_ns": lat["max"],
-    }  # fmt: skip
+        "disk": result["name"],
+        "stimulus": config.stimulus.kind,
+        "unit": config.stimulus.unit,
+        "pass_no": pass_no,
+        "step": step,
+        "value": value,
+        "start_mono_ns": start,
+        "end_mono_ns": start + result["measured_ns"],
+        "t_s": (start - t0) / 1e9,
+        "hold_s": s["runtime_s"],
+        "ops": s["ops"],
+        "bytes": s["bytes"],
+        "errors": s["errors"],
+        "mib_s": s["mib_s"],
+        "iops": s["ops_s"],
+        "p50_ns": lat["p50"],
+        "p99_ns": lat["p99"],
+        "p999_ns": lat["p99.9"],
+        "max_ns": lat["max"],
+    }
 
 
 def _finish(

@@ -46,8 +46,12 @@ class Stimulus:
         return f"{v} Hz{at}"
 
     def as_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "unit": self.unit, "band": self.band,
-                "amplitude_g": self.amplitude_g}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "unit": self.unit,
+            "band": self.band,
+            "amplitude_g": self.amplitude_g,
+        }
 
 
 def make_stimulus(kind: str, band: str | None, amplitude_g: float | None) -> Stimulus:

@@ -220,8 +220,12 @@ def _run(
 
 def _spec(work: Path, name: str, **fields: Any) -> dict[str, Any]:
     """A task as a worker takes it; ``name`` names its summary and stderr files."""
-    return {"chunk": CHUNK, "output": str(work / "out" / f"{name}.json"),
-            "stderr": str(work / "err" / f"{name}.txt"), **fields}  # fmt: skip
+    return {
+        "chunk": CHUNK,
+        "output": str(work / "out" / f"{name}.json"),
+        "stderr": str(work / "err" / f"{name}.txt"),
+        **fields,
+    }
 
 
 def _prepare(
@@ -235,10 +239,21 @@ def _prepare(
         path = work / "in" / f"{i}.dat"
         if t.input_bytes:
             data.write_input(path, t.input_bytes, block, t.input)
-        out.append(_spec(work, str(i), index=i, type=t.name, batch=spec.taskset.batch[i],
-                         command=t.command, cpu_s=t.cpu_s, memory=t.memory_bytes,
-                         input=str(path) if t.input_bytes else "", timeout_s=plan.timeout_s,
-                         **cgroup))  # fmt: skip
+        out.append(
+            _spec(
+                work,
+                str(i),
+                index=i,
+                type=t.name,
+                batch=spec.taskset.batch[i],
+                command=t.command,
+                cpu_s=t.cpu_s,
+                memory=t.memory_bytes,
+                input=str(path) if t.input_bytes else "",
+                timeout_s=plan.timeout_s,
+                **cgroup,
+            )
+        )
     return out
 
 
@@ -252,9 +267,21 @@ def _probe(client: Any, work: Path, slots: int, cgroup: dict[str, str]) -> dict[
         for j in range(n):
             path = work / "in" / f"probe-{n}-{j}.dat"
             data.write_input(path, PROBE_MB * 1_000_000, block)
-            specs.append(_spec(work, f"probe-{n}-{j}", index=j, type="probe", batch=0,
-                               command=None, cpu_s=0.0, memory=0, input=str(path),
-                               timeout_s=None, **cgroup))  # fmt: skip
+            specs.append(
+                _spec(
+                    work,
+                    f"probe-{n}-{j}",
+                    index=j,
+                    type="probe",
+                    batch=0,
+                    command=None,
+                    cpu_s=0.0,
+                    memory=0,
+                    input=str(path),
+                    timeout_s=None,
+                    **cgroup,
+                )
+            )
         records = client.gather([client.submit(run_task, s, pure=False) for s in specs])
         walls = [json.loads(r["summary"])["wall_s"] for r in records if r["status"] == "ok"]
         if len(walls) != n:

@@ -35,8 +35,9 @@ def study_table(rows: Sequence[dict[str, Any]], locations: Sequence[str]) -> lis
     first_k: dict[str, int] = {}
     for e in out:
         first_k[e["set"]] = min(first_k.get(e["set"], e["per_core"]), e["per_core"])
-    bases = {e["set"]: e for e in out
-             if e["disk"] == base_disk and e["per_core"] == first_k[e["set"]]}  # fmt: skip
+    bases = {
+        e["set"]: e for e in out if e["disk"] == base_disk and e["per_core"] == first_k[e["set"]]
+    }
     for e in out:
         base = bases.get(e["set"])
         for m in METRICS:

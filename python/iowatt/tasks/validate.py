@@ -148,10 +148,14 @@ def predict(run: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
     disk = cfg["location"]["name"]
     node = {**model["node"], "disk": model["disks"].get(disk, model["disks"]["hdd"])}
     # Memory is not what is validated: the runs ran.
-    types = {t: {"cpu_s": model["types"].get(t, c["cpu_s"]), "input_mb": c["input_mb"]}
-             for t, c in cfg["types"].items()}  # fmt: skip
-    batches = [[t for t, b in zip(cfg["tasks"], cfg["batch"], strict=True) if b == n]
-               for n in sorted(set(cfg["batch"]))]  # fmt: skip
+    types = {
+        t: {"cpu_s": model["types"].get(t, c["cpu_s"]), "input_mb": c["input_mb"]}
+        for t, c in cfg["types"].items()
+    }
+    batches = [
+        [t for t, b in zip(cfg["tasks"], cfg["batch"], strict=True) if b == n]
+        for n in sorted(set(cfg["batch"]))
+    ]
     t = simulate_batches(node, types, batches, cfg["per_core"], 1, model["chunk_mb"])
     return figures(t["makespan_s"], t["energy_j"], t["tasks"])
 

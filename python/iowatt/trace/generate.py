@@ -78,8 +78,11 @@ def generate(config: GenerateConfig, out: Path, progress: Progress | None = None
             n = min(profile.DAY, config.duration_s - first)
             seconds = np.repeat(np.arange(first, first + n, dtype=np.int64), counts[first:][:n])
             for i in range(0, len(seconds), BATCH):
-                yield draw(seconds[i : i + BATCH], targets, pool, shares, referer_cdf,
-                           request_rng), first, n  # fmt: skip
+                yield (
+                    draw(seconds[i : i + BATCH], targets, pool, shares, referer_cdf, request_rng),
+                    first,
+                    n,
+                )
 
     try:
         size = _write(out, config, tables, batches(), tally, total, progress)
@@ -106,8 +109,12 @@ def generate(config: GenerateConfig, out: Path, progress: Progress | None = None
     }
     write_atomic(sidecar_path(out), (_json(summary) + "\n").encode())
     os.chmod(sidecar_path(out), out.stat().st_mode & 0o777)  # as readable as the log
-    return {**summary, "path": str(out), "sidecar": str(sidecar_path(out)),
-            "elapsed_s": time.monotonic() - began}  # fmt: skip
+    return {
+        **summary,
+        "path": str(out),
+        "sidecar": str(sidecar_path(out)),
+        "elapsed_s": time.monotonic() - began,
+    }
 
 
 def targets(config: GenerateConfig) -> Targets:
@@ -245,11 +252,13 @@ def _referer_cdf(n: int) -> npt.NDArray[np.float64]:
     external = len(clients_lib.EXTERNAL_REFERERS)
     outside = 1.0 - clients_lib.NO_REFERER - clients_lib.SITE_REFERER
     own = np.arange(1, n - external, dtype=np.float64) ** -1.0
-    p = np.concatenate([
-        [clients_lib.NO_REFERER],
-        np.full(external, outside / external),
-        clients_lib.SITE_REFERER * own / own.sum(),
-    ])  # fmt: skip
+    p = np.concatenate(
+        [
+            [clients_lib.NO_REFERER],
+            np.full(external, outside / external),
+            clients_lib.SITE_REFERER * own / own.sum(),
+        ]
+    )
     cdf: npt.NDArray[np.float64] = np.cumsum(p)
     cdf /= cdf[-1]
     return cdf

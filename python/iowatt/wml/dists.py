@@ -161,8 +161,11 @@ def _inverse_cdf(kind: str, p: dict[str, float]) -> Callable[[float], float]:
     if not lo <= mode <= hi or lo == hi:
         raise DistError("cvar-triangular needs lower <= mode <= upper and lower < upper")
     cut = (mode - lo) / (hi - lo)
-    return lambda q: (lo + math.sqrt(q * (hi - lo) * (mode - lo)) if q < cut
-                      else hi - math.sqrt((1 - q) * (hi - lo) * (hi - mode)))  # fmt: skip
+    return lambda q: (
+        lo + math.sqrt(q * (hi - lo) * (mode - lo))
+        if q < cut
+        else hi - math.sqrt((1 - q) * (hi - lo) * (hi - mode))
+    )
 
 
 def _positive(kind: str, p: dict[str, float], *keys: str) -> None:

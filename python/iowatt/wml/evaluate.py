@@ -64,11 +64,24 @@ _TARGET_KINDS = {"sempost": "semblock", "wakeup": "block"}
 # A composite flowop's step (the engine repeats the `value` flowops after it `iters` times),
 # with every field a flowop has.
 _COMPOSITE: dict[str, Any] = {
-    "kind": "composite", "file": 0, "fileset": None, "iosize": 0, "iosize_dist": None,
-    "random": False, "directio": False, "dsync": False, "workingset": 0, "fd": 0, "srcfd": 0,
-    "opennext": False, "noreadahead": False, "target": None, "blocking": False, "highwater": 1,
+    "kind": "composite",
+    "file": 0,
+    "fileset": None,
+    "iosize": 0,
+    "iosize_dist": None,
+    "random": False,
+    "directio": False,
+    "dsync": False,
+    "workingset": 0,
+    "fd": 0,
+    "srcfd": 0,
+    "opennext": False,
+    "noreadahead": False,
+    "target": None,
+    "blocking": False,
+    "highwater": 1,
     "index": None,
-}  # fmt: skip
+}
 
 
 def evaluate(
@@ -346,8 +359,9 @@ class _Evaluator:
     def as_number(self, a: Attr) -> float:
         v = self.value_of(a)
         if isinstance(v, bool) or not isinstance(v, int | float):
-            raise self.err(a.line, f"`{a.spelled}` needs a number, not {_show(v)}",
-                           self.set_hint(a, "8"))  # fmt: skip
+            raise self.err(
+                a.line, f"`{a.spelled}` needs a number, not {_show(v)}", self.set_hint(a, "8")
+            )
         return float(v)
 
     def set_hint(self, a: Attr, example: str) -> str | None:
@@ -382,8 +396,11 @@ class _Evaluator:
         if isinstance(v, Dist):
             return v.spec, v
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise self.err(a.line, f"`{a.spelled}` needs a size such as 16k, not {_show(v)}",
-                           self.set_hint(a, "16k"))  # fmt: skip
+            raise self.err(
+                a.line,
+                f"`{a.spelled}` needs a size such as 16k, not {_show(v)}",
+                self.set_hint(a, "16k"),
+            )
         if v > MAX_SIZE:
             raise self.err(
                 a.line,
@@ -397,8 +414,11 @@ class _Evaluator:
         quit_mode = "timeout"
         rate: float | None = None
         messages: list[str] = []
-        usage = [self.text(st.text) for st in self.commands if isinstance(st, Echo)
-                 and st.command == "usage"]  # fmt: skip
+        usage = [
+            self.text(st.text)
+            for st in self.commands
+            if isinstance(st, Echo) and st.command == "usage"
+        ]
         filesets: list[dict[str, Any]] = []
         threads: list[tuple[dict[str, Any], int]] = []
         flowops: list[tuple[dict[str, Any], FlowopDef]] = []
@@ -491,14 +511,20 @@ class _Evaluator:
         if "filesizegamma" in attrs:
             size = self.size_gamma(attrs["filesizegamma"], size)
         if self.as_bool(attrs.get("cached")):
-            self.notice(d.line, f"`{name}`: cached is not applied: iowatt always drops the "
-                        "fileset from the page cache before measuring")  # fmt: skip
+            self.notice(
+                d.line,
+                f"`{name}`: cached is not applied: iowatt always drops the "
+                "fileset from the page cache before measuring",
+            )
         self.as_bool(attrs.get("trusttree"))  # iowatt lays out its own directory each run
         entropy = self.entropy(attrs) if {"datasource", "entropy"} & attrs.keys() else None
         if "dirdepthrv" in attrs:
             self.value_of(attrs["dirdepthrv"])
-            self.notice(d.line, f"`{name}`: dirdepthrv is not applied: directory depths are "
-                        "drawn around ln(entries)/ln(dirwidth), as without it")  # fmt: skip
+            self.notice(
+                d.line,
+                f"`{name}`: dirdepthrv is not applied: directory depths are "
+                "drawn around ln(entries)/ln(dirwidth), as without it",
+            )
         if d.what == "file":
             entries, dirwidth, dirgamma, leafdirs = 1, 10, 0.0, 0
         else:
@@ -546,14 +572,20 @@ class _Evaluator:
         laid out and written (0 to 8; ``constant`` is 0)."""
         source = self.as_str(attrs["datasource"]) if "datasource" in attrs else "entro"
         if source not in ("entro", "constant"):
-            raise self.err(attrs["datasource"].line, f"`datasource={source}` is not a data "
-                           "source", "datasource is entro (with entropy=) or constant")  # fmt: skip
+            raise self.err(
+                attrs["datasource"].line,
+                f"`datasource={source}` is not a data source",
+                "datasource is entro (with entropy=) or constant",
+            )
         if source == "constant":
             return 0.0
         entropy = self.as_number(attrs["entropy"]) if "entropy" in attrs else 8.0
         if not 0 <= entropy <= 8:
-            raise self.err(attrs["entropy"].line, f"`entropy={entropy:g}` is outside 0 to 8",
-                           "entropy is in bits per byte: 8 is incompressible")  # fmt: skip
+            raise self.err(
+                attrs["entropy"].line,
+                f"`entropy={entropy:g}` is outside 0 to 8",
+                "entropy is in bits per byte: 8 is incompressible",
+            )
         return entropy
 
     def size_gamma(self, a: Attr, size: dict[str, Any]) -> dict[str, Any]:
@@ -670,8 +702,11 @@ class _Evaluator:
         iters = self.as_int(attrs["iters"], lo=1, hi=U32_MAX) if "iters" in attrs else 1
         if comp.iters is not None and comp.line not in self.noted:
             self.noted.add(comp.line)
-            self.notice(comp.line, f"`define flowop {f.kind}`: iters is set where it is used, "
-                        "as in FileBench (it is 1 there when not given)")  # fmt: skip
+            self.notice(
+                comp.line,
+                f"`define flowop {f.kind}`: iters is set where it is used, "
+                "as in FileBench (it is 1 there when not given)",
+            )
         self.scopes.append(scope)
         try:
             using, inside = (*using, f.kind), f"{prefix}{name}."

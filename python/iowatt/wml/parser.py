@@ -20,27 +20,87 @@ from iowatt.wml.lexer import Part, Token, VarRef
 
 # spec.rs `OpKind`, FileBench's flowop names.
 FLOWOPS: tuple[str, ...] = (
-    "read", "write", "createfile", "openfile", "closefile", "deletefile", "statfile",
-    "readwholefile", "writewholefile", "appendfile", "appendfilerand", "fsync", "fsyncset",
-    "aiowrite", "aiowait", "makedir", "removedir", "listdir", "hog", "delay", "eventlimit",
-    "opslimit", "iopslimit", "bwlimit", "semblock", "sempost", "block", "wakeup",
-    "finishoncount", "finishonbytes",
-)  # fmt: skip
+    "read",
+    "write",
+    "createfile",
+    "openfile",
+    "closefile",
+    "deletefile",
+    "statfile",
+    "readwholefile",
+    "writewholefile",
+    "appendfile",
+    "appendfilerand",
+    "fsync",
+    "fsyncset",
+    "aiowrite",
+    "aiowait",
+    "makedir",
+    "removedir",
+    "listdir",
+    "hog",
+    "delay",
+    "eventlimit",
+    "opslimit",
+    "iopslimit",
+    "bwlimit",
+    "semblock",
+    "sempost",
+    "block",
+    "wakeup",
+    "finishoncount",
+    "finishonbytes",
+)
 _FLOWOPS_UNSUPPORTED = ("print", "testrandvar")
 # FileBench's multi-client commands: iowatt's way to run on many hosts is --cluster.
 _MULTI_HINT = "iowatt runs a workload on many hosts with --cluster (docs/fleets.md)"
 
 # Attribute names per entity (spellings FileBench's lexer maps to the same token are aliases).
-_COMMON_FILE = ("name", "path", "size", "prealloc", "paralloc", "reuse", "trusttree", "readonly",
-                "writeonly", "cached", "datasource", "entropy")  # fmt: skip
+_COMMON_FILE = (
+    "name",
+    "path",
+    "size",
+    "prealloc",
+    "paralloc",
+    "reuse",
+    "trusttree",
+    "readonly",
+    "writeonly",
+    "cached",
+    "datasource",
+    "entropy",
+)
 FILE_ATTRS = _COMMON_FILE
-FILESET_ATTRS = (*_COMMON_FILE, "entries", "dirwidth", "dirgamma", "leafdirs", "dirdepthrv",
-                 "filesizegamma")  # fmt: skip
+FILESET_ATTRS = (
+    *_COMMON_FILE,
+    "entries",
+    "dirwidth",
+    "dirgamma",
+    "leafdirs",
+    "dirdepthrv",
+    "filesizegamma",
+)
 PROCESS_ATTRS = ("name", "instances", "nice")
 THREAD_ATTRS = ("name", "instances", "memsize", "useism", "ioprio")
-FLOWOP_ATTRS = ("name", "filename", "fd", "srcfd", "iosize", "random", "workingset", "directio",
-                "dsync", "opennext", "noreadahead", "iters", "value", "target", "blocking",
-                "highwater", "indexed")  # fmt: skip
+FLOWOP_ATTRS = (
+    "name",
+    "filename",
+    "fd",
+    "srcfd",
+    "iosize",
+    "random",
+    "workingset",
+    "directio",
+    "dsync",
+    "opennext",
+    "noreadahead",
+    "iters",
+    "value",
+    "target",
+    "blocking",
+    "highwater",
+    "indexed",
+)
 RANDVAR_ATTRS = ("type", "mean", "gamma", "min", "round", "seed", "randsrc", "randtable")
 CVAR_ATTRS = ("type", "parameters", "min", "max", "round")
 EVENTGEN_ATTRS = ("rate",)
@@ -48,9 +108,28 @@ COMPOSITE_ATTRS = ("name", "iters")
 _ALIASES = {"filesize": "size", "filesetname": "filename"}
 _SPELLINGS = {"rotatefd": "opennext"}
 
-STATEMENTS = ("set", "define", "eventgen", "run", "psrun", "create", "echo", "usage", "debug",
-              "version", "enable", "system", "sleep", "stats", "shutdown", "quit", "list",
-              "fscheck", "domultisync", "warmup")  # fmt: skip
+STATEMENTS = (
+    "set",
+    "define",
+    "eventgen",
+    "run",
+    "psrun",
+    "create",
+    "echo",
+    "usage",
+    "debug",
+    "version",
+    "enable",
+    "system",
+    "sleep",
+    "stats",
+    "shutdown",
+    "quit",
+    "list",
+    "fscheck",
+    "domultisync",
+    "warmup",
+)
 _QUIT_MODES = ("timeout", "alldone", "firstdone")
 _STATS = ("clear", "snap", "dump", "xmldump", "multidump")
 _ARITH = ("+", "-", "*", "/")
@@ -251,9 +330,21 @@ class Ignored:
 
 
 Statement = (
-    SetVar | SetMode | DefineFiles | ProcessDef | CompositeDef | Eventgen | Run | Echo | Ignored
-    | System | Sleep | Stats | Create | Shutdown
-)  # fmt: skip
+    SetVar
+    | SetMode
+    | DefineFiles
+    | ProcessDef
+    | CompositeDef
+    | Eventgen
+    | Run
+    | Echo
+    | Ignored
+    | System
+    | Sleep
+    | Stats
+    | Create
+    | Shutdown
+)
 
 
 def parse(tokens: Sequence[Token], text: str, source: str) -> list[Statement]:
@@ -309,8 +400,14 @@ class _Parser:
 
     def unsupported(self, what: str, tok: Token | None = None, hint: str | None = None) -> None:
         """Notes a construct iowatt does not run; parsing goes on to find the others."""
-        self.problems.append(at(self.source, (tok or self.tok).line, f"{what} is not supported",
-                                hint or UNSUPPORTED_HINT))  # fmt: skip
+        self.problems.append(
+            at(
+                self.source,
+                (tok or self.tok).line,
+                f"{what} is not supported",
+                hint or UNSUPPORTED_HINT,
+            )
+        )
 
     def slice(self, start: Token, end: Token) -> str:
         return " ".join(self.text[start.start : end.end].split())
@@ -614,10 +711,13 @@ class _Parser:
         """Attributes that may be absent (`flowop hog` alone is a complete statement); with
         ``locals_``, ``$name=value`` items go there; ``loose`` takes any attribute name."""
         tok, nxt = self.tok, self.peek()
-        if (tok.kind == "var" and locals_ is not None) or (tok.kind == "word" and (
-            _ALIASES.get(tok.text, tok.text) in valid
-            or (nxt.kind == "punct" and nxt.text in "=,")
-        )):  # fmt: skip
+        if (tok.kind == "var" and locals_ is not None) or (
+            tok.kind == "word"
+            and (
+                _ALIASES.get(tok.text, tok.text) in valid
+                or (nxt.kind == "punct" and nxt.text in "=,")
+            )
+        ):
             return tuple(self.attrs(valid, what, locals_=locals_, loose=loose))
         return ()
 
@@ -741,5 +841,9 @@ def _all_of(problems: list[WmlError]) -> WmlError:
     if len(problems) == 1:
         return first
     others = "; ".join(f"line {p.line}: {p.what}" for p in problems[1:])
-    return WmlError(f"{first.message}; also {others}", first.hint, line=first.line,
-                    what=f"{first.what}; also {others}")  # fmt: skip
+    return WmlError(
+        f"{first.message}; also {others}",
+        first.hint,
+        line=first.line,
+        what=f"{first.what}; also {others}",
+    )

@@ -16,19 +16,37 @@ SHOWN_BAD_LINES = 5
 
 @click.command("anonymize")
 @click.argument("log", metavar="LOG", type=click.Path(path_type=Path))
-@click.option("--key-file", required=True, type=click.Path(path_type=Path),
-              help="The secret (≥ 32 bytes) the names and addresses are keyed with; the same "
-              "file as for `iowatt tree snapshot`, so paths still name its files.")  # fmt: skip
-@click.option("-o", "--output", metavar="OUT",
-              help="Where to write (`.gz`: compressed; `-`: stdout)  "
-              "[default: LOG's name + .anon, in the current directory]")  # fmt: skip
-@click.option("--format", "log_format", metavar="FMT", default="combined", show_default=True,
-              help="common, combined, vhost_combined or an Apache LogFormat string.")  # fmt: skip
-@click.option("--keep-extensions", is_flag=True,
-              help="Keep short file extensions after hashed names (`….pdf`), as tree snapshot "
-              "does with the same flag.")  # fmt: skip
-@click.option("--hash-agents", is_flag=True,
-              help="Replace user agents by keyed hashes too (kept by default).")  # fmt: skip
+@click.option(
+    "--key-file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The secret (≥ 32 bytes) the names and addresses are keyed with; the same "
+    "file as for `iowatt tree snapshot`, so paths still name its files.",
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="OUT",
+    help="Where to write (`.gz`: compressed; `-`: stdout)  "
+    "[default: LOG's name + .anon, in the current directory]",
+)
+@click.option(
+    "--format",
+    "log_format",
+    metavar="FMT",
+    default="combined",
+    show_default=True,
+    help="common, combined, vhost_combined or an Apache LogFormat string.",
+)
+@click.option(
+    "--keep-extensions",
+    is_flag=True,
+    help="Keep short file extensions after hashed names (`….pdf`), as tree snapshot "
+    "does with the same flag.",
+)
+@click.option(
+    "--hash-agents", is_flag=True, help="Replace user agents by keyed hashes too (kept by default)."
+)
 @click.option("--quiet", "-q", is_flag=True, help="No summary.")
 def anonymize(
     log: Path,

@@ -15,18 +15,27 @@ from iowatt.units import format_bytes, format_duration
 
 
 @click.command("generate")
-@click.option("-o", "--output", "out", required=True, metavar="OUT.log[.gz]",
-              type=click.Path(path_type=Path), help="The log to write (gzip if it ends in .gz); "
-              "its parameters and summary go to OUT.log.json.")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    metavar="OUT.log[.gz]",
+    type=click.Path(path_type=Path),
+    help="The log to write (gzip if it ends in .gz); "
+    "its parameters and summary go to OUT.log.json.",
+)
 @click.option(
     "--format",
     "fmt",
     metavar="NAME",
     help=f"common, combined or vhost_combined  [default: {p.DEFAULT_FORMAT}]",
 )
-@click.option("--start", metavar="TIME",
-              help=f"The first second, local time (ISO 8601)  [default: {p.DEFAULT_START}, "
-              "a Monday]")  # fmt: skip
+@click.option(
+    "--start",
+    metavar="TIME",
+    help=f"The first second, local time (ISO 8601)  [default: {p.DEFAULT_START}, a Monday]",
+)
 @click.option("--tz", metavar="±HHMM", help="The server's zone offset  [default: +0000]")
 @click.option(
     "--duration",
@@ -52,9 +61,12 @@ from iowatt.units import format_bytes, format_duration
     metavar="ALPHA",
     help=f"Zipf exponent of file popularity  [default: {p.DEFAULT_ZIPF:g}]",
 )
-@click.option("--tree", metavar="DIR|MANIFEST",
-              help="Request the files of a directory or of an `iowatt tree snapshot` manifest  "
-              "[default: a built-in site]")  # fmt: skip
+@click.option(
+    "--tree",
+    metavar="DIR|MANIFEST",
+    help="Request the files of a directory or of an `iowatt tree snapshot` manifest  "
+    "[default: a built-in site]",
+)
 @click.option(
     "--files", metavar="N", help=f"Files of the built-in site  [default: {p.DEFAULT_FILES:,}]"
 )
@@ -73,9 +85,11 @@ from iowatt.units import format_bytes, format_duration
     metavar="SHARE",
     help=f"Share of requests for it  [default: {p.DEFAULT_SLOW_SHARE:g}]",
 )
-@click.option("--not-modified", metavar="SHARE",
-              help="Share of GETs for files answered 304  "
-              f"[default: {p.DEFAULT_NOT_MODIFIED:g}]")  # fmt: skip
+@click.option(
+    "--not-modified",
+    metavar="SHARE",
+    help=f"Share of GETs for files answered 304  [default: {p.DEFAULT_NOT_MODIFIED:g}]",
+)
 @click.option(
     "--clients", metavar="N", help=f"Client addresses in the pool  [default: {p.DEFAULT_CLIENTS:,}]"
 )
@@ -111,9 +125,11 @@ def generate(out: Path, quiet: bool, as_json: bool, **options: Any) -> None:
 
 def _summary(s: dict[str, Any]) -> str:
     lines = s["lines"]
-    mix = ", ".join(
-        f"{code} {100 * n / lines:.1f}%" for code, n in s["status"].items()
-    ) if lines else "no requests"  # fmt: skip
+    mix = (
+        ", ".join(f"{code} {100 * n / lines:.1f}%" for code, n in s["status"].items())
+        if lines
+        else "no requests"
+    )
     span = f"{s['first']} – {s['last']}" if lines else "empty"
     return (
         f"wrote {lines:,} lines ({format_bytes(s['bytes'])}) to {s['path']} in "
@@ -129,9 +145,11 @@ class _Bar:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
         self.bars = Progress(
-            BarColumn(bar_width=30), MofNCompleteColumn(), TimeRemainingColumn(),
+            BarColumn(bar_width=30),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
             console=Console(stderr=True),
-        )  # fmt: skip
+        )
         self.task = self.bars.add_task("lines", total=None)
 
     def __call__(self, done: int, total: int) -> None:

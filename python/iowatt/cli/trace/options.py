@@ -15,21 +15,49 @@ F = TypeVar("F", bound=Callable[..., Any])
 def log_options(f: F) -> F:
     """--format and the filters (--from, --until, --method, --status, --exclude, --exclude-day)."""
     options = [
-        click.option("--format", "fmt", default="combined", show_default=True, metavar="FMT",
-                     help="common, combined, vhost_combined, or a format string in Apache's "
-                     "mod_log_config syntax."),
-        click.option("--from", "start", metavar="TIME",
-                     help="Keep requests from this time (ISO 8601; without a zone, the log's)."),
+        click.option(
+            "--format",
+            "fmt",
+            default="combined",
+            show_default=True,
+            metavar="FMT",
+            help="common, combined, vhost_combined, or a format string in Apache's "
+            "mod_log_config syntax.",
+        ),
+        click.option(
+            "--from",
+            "start",
+            metavar="TIME",
+            help="Keep requests from this time (ISO 8601; without a zone, the log's).",
+        ),
         click.option("--until", "end", metavar="TIME", help="Keep requests before this time."),
-        click.option("--method", "methods", multiple=True, metavar="M[,M]",
-                     help="Keep these methods only, e.g. GET,HEAD."),
-        click.option("--status", multiple=True, metavar="CLASS[,CODE]",
-                     help="Keep these status classes or codes only, e.g. 2xx,3xx or 200,304."),
-        click.option("--exclude", multiple=True, metavar="REGEX",
-                     help=r"Drop targets matching this pattern (dynamic content: '\?|\.php$')."),
-        click.option("--exclude-day", "exclude_days", multiple=True, metavar="DATE",
-                     help="Drop this day (local time), e.g. one with an attack. Repeatable."),
-    ]  # fmt: skip
+        click.option(
+            "--method",
+            "methods",
+            multiple=True,
+            metavar="M[,M]",
+            help="Keep these methods only, e.g. GET,HEAD.",
+        ),
+        click.option(
+            "--status",
+            multiple=True,
+            metavar="CLASS[,CODE]",
+            help="Keep these status classes or codes only, e.g. 2xx,3xx or 200,304.",
+        ),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="REGEX",
+            help=r"Drop targets matching this pattern (dynamic content: '\?|\.php$').",
+        ),
+        click.option(
+            "--exclude-day",
+            "exclude_days",
+            multiple=True,
+            metavar="DATE",
+            help="Drop this day (local time), e.g. one with an attack. Repeatable.",
+        ),
+    ]
     for option in reversed(options):
         f = option(f)
     return f

@@ -50,16 +50,28 @@ class _Bar:
 @click.command("recreate")
 @click.argument("manifest", type=click.Path(path_type=Path))
 @click.argument("dest", metavar="DEST", type=click.Path(path_type=Path))
-@click.option("--sparse", is_flag=True,
-              help="Make sparse files of the recorded sizes instead of writing random "
-              "data.")  # fmt: skip
-@click.option("--resume", is_flag=True,
-              help="DEST holds an unfinished recreation: keep the entries that match and make "
-              "the rest.")  # fmt: skip
-@click.option("--threads", type=int, metavar="N",
-              help="Threads making entries  [default: 4 per CPU, at most 32]")  # fmt: skip
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), metavar="N",
-              help="Seed of the files' random content (recorded in the summary).")  # fmt: skip
+@click.option(
+    "--sparse",
+    is_flag=True,
+    help="Make sparse files of the recorded sizes instead of writing random data.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="DEST holds an unfinished recreation: keep the entries that match and make the rest.",
+)
+@click.option(
+    "--threads",
+    type=int,
+    metavar="N",
+    help="Threads making entries  [default: 4 per CPU, at most 32]",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**63 - 1),
+    metavar="N",
+    help="Seed of the files' random content (recorded in the summary).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def recreate(

@@ -16,16 +16,32 @@ from iowatt.units import format_bytes
 
 @click.command("snapshot")
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
-@click.option("--key-file", required=True, type=click.Path(path_type=Path),
-              help="Secret of at least 32 bytes: names are hashed with keys derived from "
-              "it (the same file hashes access logs the same way).")  # fmt: skip
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
-              help="The manifest to write (Parquet).")  # fmt: skip
-@click.option("--keep-extensions", is_flag=True,
-              help="Keep short extensions (`.html`) after the hashed names.")  # fmt: skip
-@click.option("--cross-mounts", is_flag=True,
-              help="Descend into file systems mounted under DIR (by default their mount "
-              "points are recorded as empty directories).")  # fmt: skip
+@click.option(
+    "--key-file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Secret of at least 32 bytes: names are hashed with keys derived from "
+    "it (the same file hashes access logs the same way).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The manifest to write (Parquet).",
+)
+@click.option(
+    "--keep-extensions",
+    is_flag=True,
+    help="Keep short extensions (`.html`) after the hashed names.",
+)
+@click.option(
+    "--cross-mounts",
+    is_flag=True,
+    help="Descend into file systems mounted under DIR (by default their mount "
+    "points are recorded as empty directories).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def snapshot(

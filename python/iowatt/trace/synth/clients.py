@@ -22,24 +22,39 @@ IPV6_SHARE = 0.1
 CLIENTS_PER_PREFIX = 4  # on average
 # (user agent, weight): common browsers of 2025, a phone, a few crawlers and tools.
 USER_AGENTS = (
-    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-     "Chrome/131.0.0.0 Safari/537.36", 30),
-    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-     "Version/18.1 Safari/605.1.15", 12),
+    (
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/131.0.0.0 Safari/537.36",
+        30,
+    ),
+    (
+        "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+        "Version/18.1 Safari/605.1.15",
+        12,
+    ),
     ("Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", 8),
     ("Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0", 8),
-    ("Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, "
-     "like Gecko) Version/18.1 Mobile/15E148 Safari/604.1", 15),
-    ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
-     "Chrome/131.0.0.0 Mobile Safari/537.36", 12),
-    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-     "Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0", 6),
+    (
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, "
+        "like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+        15,
+    ),
+    (
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/131.0.0.0 Mobile Safari/537.36",
+        12,
+    ),
+    (
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0",
+        6,
+    ),
     ("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", 4),
     ("Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", 2),
     ("curl/8.5.0", 1),
     ("Wget/1.21.4", 1),
     ("python-requests/2.32.3", 1),
-)  # fmt: skip
+)
 # Apache writes HTTP/2 requests as "HTTP/2.0".
 PROTOCOLS = (("HTTP/1.1", 0.6), ("HTTP/2.0", 0.35), ("HTTP/1.0", 0.05))
 # Referers: none (typed, bookmarked, bots), a page of this site, or another site.

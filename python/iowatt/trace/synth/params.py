@@ -174,23 +174,53 @@ class GenerateConfig:
 
     def command(self, out: Path) -> str:
         """The command line that writes the same log (byte for byte, with the same tree)."""
-        args = ["iowatt", "trace", "generate", "-o", str(out),
-                "--start", self.start.isoformat(timespec="seconds"), "--tz", self.zone,
-                "--duration", f"{self.duration_s}s"]  # fmt: skip
+        args = [
+            "iowatt",
+            "trace",
+            "generate",
+            "-o",
+            str(out),
+            "--start",
+            self.start.isoformat(timespec="seconds"),
+            "--tz",
+            self.zone,
+            "--duration",
+            f"{self.duration_s}s",
+        ]
         if self.requests is not None:
             args += ["--requests", str(self.requests)]
         else:
             args += ["--rate", repr(self.rate)]
-        args += ["--peak-ratio", repr(self.peak_ratio), "--weekend", repr(self.weekend),
-                 "--zipf", repr(self.zipf)]  # fmt: skip
+        args += [
+            "--peak-ratio",
+            repr(self.peak_ratio),
+            "--weekend",
+            repr(self.weekend),
+            "--zipf",
+            repr(self.zipf),
+        ]
         if self.tree is not None:
             args += ["--tree", str(self.tree)]
         else:
             args += ["--files", str(self.files)]
-        args += ["--not-found", repr(self.not_found), "--slow-path", self.slow_path,
-                 "--slow-share", repr(self.slow_share), "--not-modified",
-                 repr(self.not_modified), "--clients", str(self.clients), "--format", self.fmt,
-                 "--host", self.host, "--seed", str(self.seed)]  # fmt: skip
+        args += [
+            "--not-found",
+            repr(self.not_found),
+            "--slow-path",
+            self.slow_path,
+            "--slow-share",
+            repr(self.slow_share),
+            "--not-modified",
+            repr(self.not_modified),
+            "--clients",
+            str(self.clients),
+            "--format",
+            self.fmt,
+            "--host",
+            self.host,
+            "--seed",
+            str(self.seed),
+        ]
         return shlex.join(args)
 
 

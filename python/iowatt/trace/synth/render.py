@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 FORMATS = ("common", "combined", "vhost_combined")
-MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun",
-          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")  # fmt: skip
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 @dataclass(frozen=True)
@@ -54,8 +53,14 @@ def _times_of_day(zone: str) -> pa.Array:
     """``hh:mm:ss +zone]`` for every second of a day (built once: a year's log has 366 days)."""
     import pyarrow as pa
 
-    return pa.array([f"{h:02d}:{m:02d}:{s:02d} {zone}]"
-                     for h in range(24) for m in range(60) for s in range(60)])  # fmt: skip
+    return pa.array(
+        [
+            f"{h:02d}:{m:02d}:{s:02d} {zone}]"
+            for h in range(24)
+            for m in range(60)
+            for s in range(60)
+        ]
+    )
 
 
 def time_column(start: dt.datetime, zone: str, first: int, seconds: int) -> pa.Array:
@@ -97,8 +102,20 @@ def lines(batch: Batch, times: pa.Array, first: int, tables: Tables) -> pa.Array
         body = pa.array(batch.body, mask=batch.body == NO_BODY)
         size = pc.fill_null(pc.cast(body, pa.string()), "-")
     parts: list[pa.Array | str] = [
-        host, " - - ", t, ' "', method, " ", target, " ", protocol, '" ', status, " ", size,
-    ]  # fmt: skip
+        host,
+        " - - ",
+        t,
+        ' "',
+        method,
+        " ",
+        target,
+        " ",
+        protocol,
+        '" ',
+        status,
+        " ",
+        size,
+    ]
     if tables.fmt != "common":
         referer = tables.referers.take(pa.array(batch.referer))
         parts += [" ", referer, ' "', tables.client_agent.take(client), '"']

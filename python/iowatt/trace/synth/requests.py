@@ -96,8 +96,9 @@ def wire_bytes(batch: Batch) -> npt.NDArray[np.int64]:
     import numpy as np
 
     headers = np.select(
-        [batch.status == 200, batch.status == 304], [HEADER_BYTES[200], HEADER_BYTES[304]],
+        [batch.status == 200, batch.status == 304],
+        [HEADER_BYTES[200], HEADER_BYTES[304]],
         HEADER_BYTES[404],
-    )  # fmt: skip
+    )
     out: npt.NDArray[np.int64] = headers + np.maximum(batch.body, 0)
     return out

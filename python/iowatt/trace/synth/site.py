@@ -56,10 +56,22 @@ LAYOUT = (
 FIXED = ("index.html", "favicon.ico", "robots.txt")
 # Requests for what is not there: scanners' favourites and stale links.
 PROBES = (
-    "wp-login.php", "xmlrpc.php", ".env", ".git/config", "apple-touch-icon.png",
-    "apple-touch-icon-precomposed.png", "ads.txt", "sitemap.xml", "favicon.ico", "robots.txt",
-    "admin/", "phpmyadmin/", "cgi-bin/test.cgi", "old/index.html", "server-status",
-)  # fmt: skip
+    "wp-login.php",
+    "xmlrpc.php",
+    ".env",
+    ".git/config",
+    "apple-touch-icon.png",
+    "apple-touch-icon-precomposed.png",
+    "ads.txt",
+    "sitemap.xml",
+    "favicon.ico",
+    "robots.txt",
+    "admin/",
+    "phpmyadmin/",
+    "cgi-bin/test.cgi",
+    "old/index.html",
+    "server-status",
+)
 MISSING_PATHS = 200
 MISSING_SIZES = (150, 520)  # an error page's body, bytes
 
