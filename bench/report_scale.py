@@ -8,7 +8,7 @@ Usage::
 
 Builds the campaign-shaped results directory of ``catalog_scale.py`` (every run with the files
 a real run writes, 30 s of intervals each), then times ``iowatt report --label
-campaign=scale`` as a fresh process, the way a user runs it. Goals (issue 22): a report of
+campaign=scale`` as a fresh process, the way a user runs it. Goals: a report of
 1,000 runs in at most 10 s and at most 5 MB. No peer tool writes such a report.
 """
 

@@ -15,7 +15,7 @@ a user runs them:
 
 A bench's overhead is its wall time minus the engine's own time — laying out the file
 (``layout_s`` in summary.json) and measuring (``runtime_s``) — read from each run's summary.
-Goals (issue "one house"): ``--version`` ≤ 150 ms; overhead ≤ 0.5 s with the report, ≤ 0.3 s
+Goals: ``--version`` ≤ 150 ms; overhead ≤ 0.5 s with the report, ≤ 0.3 s
 with ``--no-report``.
 """
 

@@ -16,7 +16,7 @@ addresses are IPs, which GoAccess needs), then times with hyperfine, each as a f
 - ``goaccess LOG --log-format=COMBINED -o report.json`` (Debian package ``goaccess``), its full
   analysis written as JSON.
 
-Goal (issue 15): iowatt's time ≤ the faster peer's (ratio ≥ 1.0, peer time / iowatt time).
+Goal: iowatt's time ≤ the faster peer's (ratio ≥ 1.0, peer time / iowatt time).
 """
 
 from __future__ import annotations

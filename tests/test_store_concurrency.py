@@ -1,6 +1,6 @@
 """Many processes on one results directory, and processes killed at any moment: every committed
 run is indexed, nobody fails because another holds the catalog, and `runs --check` leaves a
-clean directory and no test data behind (issue 14's concurrency and kill tests)."""
+clean directory and no test data behind."""
 
 from __future__ import annotations
 
