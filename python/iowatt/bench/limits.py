@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import os
-import resource
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from iowatt.errors import ConfigError
+from iowatt.limits import open_files_limit, raise_open_files_limit
 from iowatt.units import format_bytes
 
 if TYPE_CHECKING:
@@ -239,29 +239,16 @@ def _check_threads(demand: Demand, available: int | None) -> None:
     )
 
 
-def _check_files(demand: Demand, limit: tuple[int, int] | None, now: int) -> None:
+def _check_files(demand: Demand, limit: tuple[int, int], now: int) -> None:
     needed = demand.total("files")
-    if limit is None:
-        return
-    soft, hard = limit
-    want = needed + now + FILES_RESERVE
-    if want <= soft:
-        return
-    if want <= hard:
-        # Any process may raise its own soft limit up to the hard one, unprivileged.
-        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-        return
     top = demand.largest("files")
     each = f"up to {top.files // max(top.threads, 1):,} per thread"
     detail = each if len(demand.parts) == 1 else f"{top.what}: {each}"
-    raise_it = (
-        f"raise the hard limit to {want} (as root: `ulimit -Hn {want}`, or"
-        " /etc/security/limits.conf)"
-    )
-    raise ConfigError(
-        f"{demand.place('files')}{demand.name} keeps up to {needed:,} files open ({detail}) "
-        f"but the hard limit is {hard:,} (RLIMIT_NOFILE)",
-        f"{raise_it}, or {demand.fewer}",
+    raise_open_files_limit(
+        needed + now + FILES_RESERVE,
+        f"{demand.place('files')}{demand.name} keeps up to {needed:,} files open ({detail})",
+        demand.fewer,
+        limit,
     )
 
 
@@ -278,14 +265,6 @@ def mem_available() -> int | None:
         if line.startswith("MemAvailable:"):
             return int(line.split()[1]) * 1024
     return None
-
-
-def open_files_limit() -> tuple[int, int] | None:
-    """RLIMIT_NOFILE (soft, hard); None when unlimited."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return None
-    return soft, (hard if hard != resource.RLIM_INFINITY else 1 << 62)
 
 
 def open_files_now() -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from iowatt.errors import ConfigError
+from iowatt.limits import open_files_limit, raise_open_files_limit
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec, power_options
 from iowatt.replay.source import Trace, load
 from iowatt.units import check_finite, check_int, parse_duration
@@ -193,26 +194,18 @@ def _read_ca(path: Path) -> bytes:
 
 
 def connection_limit(max_conns: int | None) -> int:
-    """The connections a replay may hold open: ``--max-conns``, else the open-files limit
-    (whose soft value is raised to the hard one, as any process may) less a reserve."""
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY:
-        hard = MAX_CONNS + FILES_RESERVE
-    if soft != hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    available = hard - FILES_RESERVE
-    if max_conns is None:
-        return max(available, 1)
-    if max_conns > available:
-        raise ConfigError(
-            f"--max-conns `{max_conns}` needs more descriptors than the open-files limit "
-            f"({hard:,}, RLIMIT_NOFILE) leaves",
-            f"use --max-conns {available} or less, or raise the hard limit "
-            f"(as root: `ulimit -Hn {max_conns + FILES_RESERVE}`)",
-        )
-    return max_conns
+    """The connections a replay may hold open: ``--max-conns``, else as many as the open-files
+    limit allows less a reserve."""
+    _, hard = open_files_limit()
+    available = min(hard, MAX_CONNS + FILES_RESERVE) - FILES_RESERVE
+    want = (available if max_conns is None else max_conns) + FILES_RESERVE
+    raise_open_files_limit(
+        want,
+        f"--max-conns `{max_conns}` needs {want:,} descriptors under the open-files limit (one "
+        f"per connection, {FILES_RESERVE} for the rest)",
+        f"use --max-conns {available} or less",
+    )
+    return max(available, 1) if max_conns is None else max_conns
 
 
 def _offsets(config: ReplayConfig) -> npt.NDArray[np.int64]:
