@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from iowatt.cli.progress import Bar, Bars
 from iowatt.cli.run_options import power_and_output
 from iowatt.cli.serve_options import served
 from iowatt.store.runs import read_summary, results_dir
@@ -91,12 +92,9 @@ def replay(
         **opts,
     )
     offsets = config.trace.requests["offset_ns"].to_numpy()
-    live = None if quiet or as_json else _Live(offsets)
-    try:
-        run_dir = run(config, live, note=lambda m: click.echo(m, err=True))
-    finally:
-        if live is not None:
-            live.close()
+    with Bars(quiet=quiet or as_json) as bars:
+        live = _Live(offsets, bars.bar("replay", len(offsets)))
+        run_dir = run(config, live, note=bars.note)
     if as_json:
         click.echo(json.dumps(read_summary(run_dir), indent=2))
         return
@@ -116,21 +114,17 @@ def replay(
 
 
 class _Live:
-    """One line on stderr: the trace time reached, rate, open connections, lateness."""
+    """The replay's row: requests issued, with the trace time reached, rate, open connections
+    and lateness."""
 
-    def __init__(self, offsets_ns: Any) -> None:
-        from iowatt.cli.progress import bar
-
+    def __init__(self, offsets_ns: Any, bar: Bar) -> None:
         self.offsets_ns = offsets_ns
-        self.bars = bar("replay")
-        self.task = self.bars.add_task("replay", total=len(offsets_ns), live="")
+        self.bar = bar
         self.last = (time.monotonic(), 0)
 
     def __call__(self, p: Any) -> None:
         if not p["issued"]:
             return  # still probing the target: a refusal is one error line, with no bar
-        if not self.bars.live.is_started:
-            self.bars.start()
         now = time.monotonic()
         t, sent = self.last
         if now - t < 0.5:
@@ -142,8 +136,4 @@ class _Live:
             f"trace {format_duration(trace_s)}  {format_rate(rate)} req/s  {p['open']} open  "
             f"late {format_ns(max(p['lateness_ns'], 0))}  failed {p['failed']:,}"
         )
-        self.bars.update(self.task, completed=p["issued"], live=live)
-
-    def close(self) -> None:
-        if self.bars.live.is_started:
-            self.bars.stop()
+        self.bar.update(p["issued"], live=live)

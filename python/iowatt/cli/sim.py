@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from iowatt.cli.cells import cell, pct_cell
+from iowatt.cli.progress import Bars
 from iowatt.cli.trace.options import filters_from, log_options
 from iowatt.store.runs import read_summary, results_dir
 from iowatt.units import format_duration, format_joules, format_ns, parse_labels
@@ -217,12 +218,8 @@ def server(
     if grids:
         _grid("server", config, config.model, grid_rows, grids, cluster, labels, as_json, quiet)
         return
-    live = None if quiet or as_json else _Live()
-    try:
-        run_dir = run(config, live, note=lambda m: click.echo(f"note: {m}", err=True))
-    finally:
-        if live is not None:
-            live.close()
+    with Bars(quiet=quiet or as_json, transient=True) as bars:
+        run_dir = run(config, _Live(bars), note=lambda m: bars.note(f"note: {m}"))
     rows = read_summary(run_dir)["policies"]
     if _shown_plainly(rows, run_dir, as_json, quiet):
         return
@@ -252,30 +249,23 @@ def _print_table(rows: list[dict[str, Any]], source: str) -> None:
 
 class _Live:
     """Runs done and simulated time on stderr: a bar on a terminal, else a line per run done
-    (for logs)."""
+    (for logs, as the bar leaves nothing behind)."""
 
-    def __init__(self) -> None:
-        from iowatt.cli.progress import bar
-
-        self.bars = bar("simulating", transient=True)
-        self.task = self.bars.add_task("sim", total=None, live="")
+    def __init__(self, bars: Bars) -> None:
+        self.bars = bars
         self.done = 0
 
     def __call__(self, p: dict[str, Any]) -> None:
         hours = p["simulated_s"] / 3600
         live = f"{p['runs_done']}/{p['runs']} runs, {hours:.1f} h simulated"
-        if not self.bars.console.is_terminal:
+        if self.bars.quiet:
+            return
+        if not self.bars.is_terminal:
             if p["runs_done"] > self.done:
                 self.done = p["runs_done"]
-                click.echo(live, err=True)
+                self.bars.note(live)
             return
-        if not self.bars.live.is_started:
-            self.bars.start()
-        self.bars.update(self.task, total=p["runs"], completed=p["runs_done"], live=live)
-
-    def close(self) -> None:
-        if self.bars.live.is_started:
-            self.bars.stop()
+        self.bars.bar("simulating").update(p["runs_done"], p["runs"], live)
 
 
 RAID_HELP = """Serve a trace with a disk array under RAID-0, LRU spin-down and PARAID, simulated.
