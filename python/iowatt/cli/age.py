@@ -4,53 +4,17 @@ storage-workloads study did, so benchmarks run on aged free space (see docs/age.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from iowatt import age as age_lib
+from iowatt.cli.progress import BYTES, Bars
 from iowatt.errors import ConfigError
 from iowatt.store.writer import check_output
 from iowatt.units import format_bytes
 from iowatt.warnings import Kind, RunWarning, WarningSink
-
-
-class _Bars:
-    """One bar per phase (writing, syncing, deleting), in bytes, on stderr."""
-
-    def __init__(self) -> None:
-        self.bars = Progress(
-            TextColumn("{task.description:<9}"),
-            BarColumn(bar_width=30),
-            DownloadColumn(binary_units=True),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-        )
-        self.tasks: dict[str, TaskID] = {}
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if phase not in self.tasks:
-            if not self.bars.live.is_started:
-                self.bars.start()
-            self.tasks[phase] = self.bars.add_task(phase, total=total or None)
-        self.bars.update(self.tasks[phase], completed=done, total=total or None)
-
-    def close(self) -> None:
-        if self.bars.live.is_started:
-            self.bars.stop()
 
 
 @click.command("age")
@@ -171,10 +135,13 @@ def age(
     if cleanup:
         _cleaned(age_lib.cleanup(directory, dry_run=dry_run), as_json, quiet)
         return
-    bars = _Bars() if not (quiet or as_json or dry_run) and sys.stderr.isatty() else None
-    try:
+    with Bars(quiet=quiet or as_json or dry_run) as bars:
+
+        def progress(phase: str, done: int, total: int) -> None:
+            bars.bar(phase, unit=BYTES).update(done, total or None)
+
         if recreate is not None:
-            out = age_lib.recreate(directory, recreate, bars, copy_to, dry_run=dry_run)
+            out = age_lib.recreate(directory, recreate, progress, copy_to, dry_run=dry_run)
         else:
             assert fill is not None
             config = age_lib.AgeConfig.parse(
@@ -188,10 +155,7 @@ def age(
             if dry_run:
                 out = age_lib.plan(directory, config).as_dict()
             else:
-                out = age_lib.run(directory, config, bars, copy_to)
-    finally:
-        if bars is not None:
-            bars.close()
+                out = age_lib.run(directory, config, progress, copy_to)
     if dry_run:
         _planned(out, as_json)
     else:

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from iowatt.cli.cells import cell, pct_cell
+from iowatt.cli.progress import Bars
 from iowatt.cli.serve_options import served
 from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
 from iowatt.store.runs import results_dir
 from iowatt.units import format_duration, parse_labels
+
+if TYPE_CHECKING:
+    from iowatt.tasks.plan import RunSpec
+    from iowatt.tasks.run import Outcome
 
 HELP = """Run a set of independent tasks, k per core, and measure jobs per hour, watts and Wh/job.
 
@@ -80,7 +84,7 @@ def tasks(
     **opts: Any,
 ) -> None:
     from iowatt.tasks.plan import plan
-    from iowatt.tasks.run import Outcome, Progress, execute
+    from iowatt.tasks.run import Progress, execute
     from iowatt.tasks.table import baseline_disk, study_table
 
     if job_script:
@@ -104,7 +108,10 @@ def tasks(
         resume=not no_resume,
         **opts,
     )
-    progress = Progress() if quiet else _progress()
+    shown = _Shown()
+    progress = (
+        Progress() if quiet else Progress(shown.note, shown.started, shown.task_done, shown.ended)
+    )
     outcomes: list[Outcome] = execute(config, progress)
     rows = [
         {
@@ -130,54 +137,57 @@ def tasks(
     )
 
 
-def _progress() -> Any:
-    from iowatt.tasks.plan import RunSpec
-    from iowatt.tasks.run import Outcome, Progress
+class _Shown:
+    """What runs show on stderr: a line as each starts, one per failed task, a bar while its
+    tasks go, and its figures when it ends."""
 
-    state: dict[str, Any] = {}
+    def __init__(self) -> None:
+        self.bars: Bars | None = None
 
-    def note(text: str) -> None:
-        if text:
+    def say(self, text: str) -> None:
+        if self.bars is not None:
+            self.bars.note(text)  # above the bar, which stays whole
+        else:
             click.echo(text, err=True)
 
-    def started(spec: RunSpec, n: int) -> None:
-        state.update(spec=spec, n=n, done=0)
-        click.echo(
+    def note(self, text: str) -> None:
+        if text:
+            self.say(text)
+
+    def started(self, spec: RunSpec, n: int) -> None:
+        self.say(
             f"{spec.taskset.name} on {spec.location.name}, k={spec.per_core}, "
-            f"rep {spec.rep}: {n} tasks, {spec.per_core} × cores in flight",
-            err=True,
+            f"rep {spec.rep}: {n} tasks, {spec.per_core} × cores in flight"
         )
+        self.bars = Bars()
+        self.bars.bar("running", n, unit="tasks").update(0)
 
-    def task_done(rec: dict[str, Any]) -> None:
-        state["done"] += 1
+    def task_done(self, rec: dict[str, Any]) -> None:
         if rec["status"] != "ok":
-            click.echo(
+            self.say(
                 f"  task {rec['index']} ({rec['type']}): {rec['status']}"
-                + (f": {rec['error'].splitlines()[-1]}" if rec.get("error") else ""),
-                err=True,
+                + (f": {rec['error'].splitlines()[-1]}" if rec.get("error") else "")
             )
-        if sys.stderr.isatty():
-            click.echo(f"\r  {state['done']}/{state['n']} tasks", nl=False, err=True)
+        if self.bars is not None:
+            self.bars.bar("running").advance()
 
-    def ended(o: Outcome) -> None:
-        if sys.stderr.isatty():
-            click.echo("", err=True)
+    def ended(self, o: Outcome) -> None:
+        if self.bars is not None:
+            self.bars.close()
+            self.bars = None
         s, r = o.spec, o.row
         head = f"{s.taskset.name} on {s.location.name}, k={s.per_core}, rep {s.rep}"
         if o.status == "refused":
-            click.echo(f"{head}: refused — {o.reason}", err=True)
+            self.say(f"{head}: refused — {o.reason}")
         elif o.status == "skipped":
-            click.echo(f"{head}: done before, run {o.run_dir.name if o.run_dir else '?'}", err=True)
+            self.say(f"{head}: done before, run {o.run_dir.name if o.run_dir else '?'}")
         else:
-            click.echo(
+            self.say(
                 f"{head}: {r['done']}/{r['tasks']} tasks in "
                 f"{format_duration(r['makespan_s'])}, {cell(r['jobs_per_h'], '.1f')} jobs/h, "
                 f"{cell(r['avg_w'], '.1f')} W ({r['power']}), "
-                f"{cell(r['wh_per_job'], '.3f')} Wh/job → {o.run_dir}",
-                err=True,
+                f"{cell(r['wh_per_job'], '.3f')} Wh/job → {o.run_dir}"
             )
-
-    return Progress(note, started, task_done, ended)
 
 
 def _format(table: list[dict[str, Any]], base: str | None) -> str:

@@ -4,12 +4,12 @@ docs/trace.md, "Generating a log")."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from iowatt.cli.progress import progress_bar
 from iowatt.trace.synth import params as p
 from iowatt.units import format_bytes, format_duration
 
@@ -110,12 +110,8 @@ def generate(out: Path, quiet: bool, as_json: bool, **options: Any) -> None:
     from iowatt.trace import generate as gen
 
     config = gen.GenerateConfig.parse(**options)
-    bar = _Bar() if not (quiet or as_json) and sys.stderr.isatty() else None
-    try:
-        s = gen.generate(config, out, bar)
-    finally:
-        if bar is not None:
-            bar.close()
+    with progress_bar("generating", unit="lines", quiet=quiet or as_json) as bar:
+        s = gen.generate(config, out, bar.update)
     if as_json:
         click.echo(json.dumps(s, indent=2))
     elif not quiet:
@@ -135,28 +131,3 @@ def _summary(s: dict[str, Any]) -> str:
         f"wrote {lines:,} lines ({format_bytes(s['bytes'])}) to {s['path']} in "
         f"{format_duration(s['elapsed_s'])}: {span}; {mix}"
     )
-
-
-class _Bar:
-    """Lines written, on stderr."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-        self.bars = Progress(
-            BarColumn(bar_width=30),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-        )
-        self.task = self.bars.add_task("lines", total=None)
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.bars.live.is_started:
-            self.bars.start()
-        self.bars.update(self.task, completed=done, total=total)
-
-    def close(self) -> None:
-        if self.bars.live.is_started:
-            self.bars.stop()

@@ -3,48 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
-import time
 from pathlib import Path
 
 import click
 
 from iowatt._engine import TreeProgress
+from iowatt.cli.progress import Bar, progress_bar
 from iowatt.units import format_bytes
-
-
-class _Bar:
-    """Entries done out of the manifest's, with the current files/s, on stderr."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.bars = Progress(
-            TextColumn("{task.description:<9}"),
-            BarColumn(bar_width=30),
-            TextColumn("{task.completed:>,.0f}/{task.total:,.0f}"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[live]}"),
-            console=Console(stderr=True),
-        )
-        self.task = self.bars.add_task("recreate", total=None, live="")
-        self.last = (time.monotonic(), 0)
-        self.bars.start()
-
-    def __call__(self, p: TreeProgress) -> None:
-        now = time.monotonic()
-        t0, n0 = self.last
-        if now - t0 < 0.5:
-            return
-        self.last = (now, p["entries"])
-        live = f"{(p['entries'] - n0) / (now - t0):,.0f} entries/s  {format_bytes(p['bytes'])}"
-        if p["phase"] == "finishing":
-            live = "setting directory times"
-        self.bars.update(self.task, completed=p["entries"], total=p["total"], live=live)
-
-    def close(self) -> None:
-        self.bars.stop()
 
 
 @click.command("recreate")
@@ -93,8 +58,7 @@ def recreate(
     """
     from iowatt.tree.recreate import recreate as make
 
-    bar = _Bar() if not (quiet or as_json) and sys.stderr.isatty() else None
-    try:
+    with progress_bar("recreate", unit="entries", quiet=quiet or as_json) as bar:
         s = make(
             manifest,
             dest,
@@ -102,11 +66,8 @@ def recreate(
             resume=resume,
             threads=threads,
             seed=seed,
-            on_tick=bar,
+            on_tick=lambda p: _tick(bar, p),
         )
-    finally:
-        if bar is not None:
-            bar.close()
     if as_json:
         click.echo(json.dumps(s, indent=2))
         return
@@ -121,3 +82,8 @@ def recreate(
         f"({s['files'] / secs if secs else 0:,.0f} files/s, {made / secs if secs else 0:,.0f} "
         f"entries/s) → {s['dest']} (seed {s['seed']})"
     )
+
+
+def _tick(bar: Bar, p: TreeProgress) -> None:
+    live = "setting directory times" if p["phase"] == "finishing" else format_bytes(p["bytes"])
+    bar.update(p["entries"], p["total"], live)
