@@ -1,7 +1,8 @@
 //! Measurement primitives shared by every iowatt engine: one monotonic clock, one latency
 //! histogram type, one interval series, one seeded random generator (so a seed means the same
-//! bytes in every engine), a job thread that callers poll, and the parsing of the size and duration strings users
-//! type. Engines record into these; the Python side turns them into the run store.
+//! bytes in every engine), the one handle through which callers run and poll an engine, and the
+//! parsing of the size and duration strings users type. Engines record into these; the Python
+//! side turns them into the run store.
 
 pub mod calendar;
 pub mod clock;
@@ -15,7 +16,7 @@ pub mod units;
 pub use clock::{now_ns, realtime_ns};
 pub use histogram::{Bucket, LatencyHistogram, LatencySoFar};
 pub use interval::{IntervalAccum, IntervalRow};
-pub use job::Job;
+pub use job::{Handle, Work};
 pub use live::LiveTally;
 pub use rng::Rng;
 pub use units::{parse_duration_ns, parse_size, UnitError};

@@ -1,10 +1,11 @@
-//! `Replay`: the replay engine's [`ReplayHandle`] for Python — the plan's columns in, every
-//! request's record and the window's histograms out; waiting happens without the GIL.
+//! `Replay`: a replay on its handle for Python — the plan's columns in, every request's record
+//! and the window's histograms out.
 
 use std::time::Duration;
 
+use iowatt_metrics::Handle;
 use iowatt_replay::{
-    Config, ErrorKind, Histograms, Plan, ReplayError, ReplayHandle, Status, TlsOptions,
+    Config, ErrorKind, Histograms, Output, Plan, Progress, ReplayError, Status, TlsOptions,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -12,7 +13,7 @@ use pyo3::types::PyDict;
 use crate::columns::{column_bytes, values};
 use crate::errors::raise;
 use crate::histogram::{hist_dict, live_dict};
-use crate::job::{not_ended, started, wait_detached};
+use crate::job::engine_job;
 
 fn from_replay(py: Python<'_>, e: &ReplayError) -> PyErr {
     let (class, kind) = match e {
@@ -30,8 +31,10 @@ fn from_replay(py: Python<'_>, e: &ReplayError) -> PyErr {
 
 #[pyclass(module = "iowatt._core", frozen)]
 pub struct Replay {
-    handle: ReplayHandle,
+    handle: Handle<iowatt_replay::Replay>,
 }
+
+engine_job!(Replay, "replay", start: once, progress: progress_dict, result: result_dict);
 
 #[pymethods]
 impl Replay {
@@ -99,38 +102,11 @@ impl Replay {
                 window,
                 ..Config::default()
             };
-            ReplayHandle::new(plan, config)
+            iowatt_replay::Replay::new(plan, config)
         });
         Ok(Self {
-            handle: built.map_err(|e| from_replay(py, &e))?,
+            handle: Handle::new(built.map_err(|e| from_replay(py, &e))?),
         })
-    }
-
-    fn start(&self) -> PyResult<()> {
-        started(self.handle.start(), "replay")
-    }
-
-    fn cancel(&self) {
-        self.handle.cancel();
-    }
-
-    /// Waits up to `timeout_s` for the replay to end, without the GIL; true when it has.
-    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        wait_detached(py, timeout_s, |t| self.handle.wait(t))
-    }
-
-    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let p = self.handle.progress().snapshot();
-        let d = PyDict::new(py);
-        d.set_item("issued", p.issued)?;
-        d.set_item("completed", p.completed)?;
-        d.set_item("failed", p.failed)?;
-        d.set_item("open", p.open)?;
-        d.set_item("bytes", p.bytes)?;
-        d.set_item("lateness_ns", p.lateness_ns)?;
-        d.set_item("max_lateness_ns", p.max_lateness_ns)?;
-        d.set_item("total", self.handle.plan().len())?;
-        Ok(d)
     }
 
     /// What a metrics scrape reads: requests ended (operations), body bytes, failures, and
@@ -145,39 +121,56 @@ impl Replay {
             &edges_ns,
         )
     }
+}
 
-    /// Status, the schedule's zero on CLOCK_MONOTONIC, every request's record as column
-    /// buffers and the window's histograms (as a workload's); raises the replay's error if it
-    /// failed.
-    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.handle
-            .with_outcome(|outcome| {
-                let out = outcome.as_ref().map_err(|e| from_replay(py, e))?;
-                let d = PyDict::new(py);
-                let status = match out.status {
-                    Status::Complete => "complete",
-                    Status::Cancelled => "cancelled",
-                };
-                d.set_item("status", status)?;
-                d.set_item("t0_ns", out.t0_ns)?;
-                d.set_item("elapsed_ns", out.elapsed_ns)?;
-                let r = &out.records;
-                let columns = PyDict::new(py);
-                columns.set_item("due_ns", column_bytes(py, &r.due)?)?;
-                columns.set_item("sent_ns", column_bytes(py, &r.sent)?)?;
-                columns.set_item("connected_ns", column_bytes(py, &r.connected)?)?;
-                columns.set_item("first_byte_ns", column_bytes(py, &r.first_byte)?)?;
-                columns.set_item("done_ns", column_bytes(py, &r.done)?)?;
-                columns.set_item("bytes", column_bytes(py, &r.bytes)?)?;
-                columns.set_item("status", column_bytes(py, &r.status)?)?;
-                columns.set_item("error", column_bytes(py, &r.error)?)?;
-                d.set_item("columns", columns)?;
-                d.set_item("errors", ErrorKind::NAMES.to_vec())?;
-                d.set_item("histograms", histograms(py, &out.histograms)?)?;
-                Ok(d)
-            })
-            .unwrap_or_else(|| Err(not_ended("replay")))
-    }
+fn progress_dict<'py>(
+    py: Python<'py>,
+    replay: &iowatt_replay::Replay,
+    progress: &Progress,
+) -> PyResult<Bound<'py, PyDict>> {
+    let p = progress.snapshot();
+    let d = PyDict::new(py);
+    d.set_item("issued", p.issued)?;
+    d.set_item("completed", p.completed)?;
+    d.set_item("failed", p.failed)?;
+    d.set_item("open", p.open)?;
+    d.set_item("bytes", p.bytes)?;
+    d.set_item("lateness_ns", p.lateness_ns)?;
+    d.set_item("max_lateness_ns", p.max_lateness_ns)?;
+    d.set_item("total", replay.plan().len())?;
+    Ok(d)
+}
+
+/// Status, the schedule's zero on CLOCK_MONOTONIC, every request's record as column buffers
+/// and the window's histograms (as a workload's); the replay's error if it failed.
+fn result_dict<'py>(
+    py: Python<'py>,
+    _: &iowatt_replay::Replay,
+    outcome: &Result<Output, ReplayError>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = outcome.as_ref().map_err(|e| from_replay(py, e))?;
+    let d = PyDict::new(py);
+    let status = match out.status {
+        Status::Complete => "complete",
+        Status::Cancelled => "cancelled",
+    };
+    d.set_item("status", status)?;
+    d.set_item("t0_ns", out.t0_ns)?;
+    d.set_item("elapsed_ns", out.elapsed_ns)?;
+    let r = &out.records;
+    let columns = PyDict::new(py);
+    columns.set_item("due_ns", column_bytes(py, &r.due)?)?;
+    columns.set_item("sent_ns", column_bytes(py, &r.sent)?)?;
+    columns.set_item("connected_ns", column_bytes(py, &r.connected)?)?;
+    columns.set_item("first_byte_ns", column_bytes(py, &r.first_byte)?)?;
+    columns.set_item("done_ns", column_bytes(py, &r.done)?)?;
+    columns.set_item("bytes", column_bytes(py, &r.bytes)?)?;
+    columns.set_item("status", column_bytes(py, &r.status)?)?;
+    columns.set_item("error", column_bytes(py, &r.error)?)?;
+    d.set_item("columns", columns)?;
+    d.set_item("errors", ErrorKind::NAMES.to_vec())?;
+    d.set_item("histograms", histograms(py, &out.histograms)?)?;
+    Ok(d)
 }
 
 fn histograms<'py>(py: Python<'py>, h: &Histograms) -> PyResult<Bound<'py, PyDict>> {

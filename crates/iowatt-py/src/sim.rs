@@ -1,14 +1,14 @@
-//! `ServerSim`: the server cooling simulator's [`ServerHandle`] for Python — the whole
-//! configuration in as JSON, each run's figures, decisions and series out; waiting happens
-//! without the GIL.
+//! `ServerSim`: the server cooling simulator on its handle for Python — the whole
+//! configuration in as JSON, each run's figures, decisions and series out.
 
-use iowatt_sim::server::{Config, EventKind, RunOutput, ServerError, ServerHandle, SERIES_COLUMNS};
+use iowatt_metrics::Handle;
+use iowatt_sim::server::{Config, EventKind, Progress, RunOutput, ServerError, SERIES_COLUMNS};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::columns::column_bytes;
 use crate::errors::raise;
-use crate::job::{not_ended, started, wait_detached};
+use crate::job::engine_job;
 
 fn from_sim(py: Python<'_>, e: &ServerError) -> PyErr {
     let kind = match e {
@@ -26,8 +26,10 @@ fn from_sim(py: Python<'_>, e: &ServerError) -> PyErr {
 
 #[pyclass(module = "iowatt._core", frozen)]
 pub struct ServerSim {
-    handle: ServerHandle,
+    handle: Handle<Config>,
 }
+
+engine_job!(ServerSim, "simulation", start: once, progress: progress_dict, result: result_dicts);
 
 #[pymethods]
 impl ServerSim {
@@ -37,48 +39,37 @@ impl ServerSim {
     fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
         let config: Config = serde_json::from_str(config_json)
             .map_err(|e| from_sim(py, &ServerError::Config(format!("the configuration: {e}"))))?;
-        let handle = py
-            .detach(|| ServerHandle::new(config))
-            .map_err(|e| from_sim(py, &e))?;
-        Ok(Self { handle })
+        py.detach(|| config.check()).map_err(|e| from_sim(py, &e))?;
+        Ok(Self {
+            handle: Handle::new(config),
+        })
     }
+}
 
-    fn start(&self) -> PyResult<()> {
-        started(self.handle.start(), "simulation")
-    }
+fn progress_dict<'py>(
+    py: Python<'py>,
+    config: &Config,
+    p: &Progress,
+) -> PyResult<Bound<'py, PyDict>> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let d = PyDict::new(py);
+    d.set_item("runs_done", p.runs_done.load(Relaxed))?;
+    d.set_item("runs", config.runs().len())?;
+    d.set_item(
+        "simulated_s",
+        p.ticks.load(Relaxed) as f64 * config.model.control.tick_ms / 1e3,
+    )?;
+    Ok(d)
+}
 
-    fn cancel(&self) {
-        self.handle.cancel();
-    }
-
-    /// Waits up to `timeout_s` for every run to end, without the GIL; true when they have.
-    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        wait_detached(py, timeout_s, |t| self.handle.wait(t))
-    }
-
-    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        use std::sync::atomic::Ordering::Relaxed;
-        let p = self.handle.progress();
-        let d = PyDict::new(py);
-        d.set_item("runs_done", p.runs_done.load(Relaxed))?;
-        d.set_item("runs", self.handle.config().runs().len())?;
-        d.set_item(
-            "simulated_s",
-            p.ticks.load(Relaxed) as f64 * self.handle.config().model.control.tick_ms / 1e3,
-        )?;
-        Ok(d)
-    }
-
-    /// One dict per run, in the order workload, policy, seed; raises the simulator's error if
-    /// it failed.
-    fn result<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.handle
-            .with_outcome(|outcome| {
-                let runs = outcome.as_ref().map_err(|e| from_sim(py, e))?;
-                runs.iter().map(|r| run_dict(py, r)).collect()
-            })
-            .unwrap_or_else(|| Err(not_ended("simulation")))
-    }
+/// One dict per run, in the order workload, policy, seed; the simulator's error if it failed.
+fn result_dicts<'py>(
+    py: Python<'py>,
+    _: &Config,
+    outcome: &Result<Vec<RunOutput>, ServerError>,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let runs = outcome.as_ref().map_err(|e| from_sim(py, e))?;
+    runs.iter().map(|r| run_dict(py, r)).collect()
 }
 
 fn run_dict<'py>(py: Python<'py>, r: &RunOutput) -> PyResult<Bound<'py, PyDict>> {

@@ -3,19 +3,16 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
-use iowatt_metrics::Job;
+use iowatt_metrics::Handle;
 use iowatt_trace::keys::{hash_name, Keys};
-use iowatt_trace::{read_log_until, LogFormat, Parsed, Requests};
-use pyo3::exceptions::PyRuntimeError;
+use iowatt_trace::{LogFile, LogFormat, Parsed, Requests};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::columns::column_bytes;
 use crate::errors::raise;
+use crate::job::engine_job;
 
 fn key32(py: Python<'_>, key: &[u8]) -> PyResult<[u8; 32]> {
     key.try_into()
@@ -59,11 +56,10 @@ pub fn hash_names(
 /// record batch on the Python side.
 #[pyclass(module = "iowatt._core", frozen)]
 pub struct LogRead {
-    path: PathBuf,
-    format: Arc<LogFormat>,
-    stop: Arc<AtomicBool>,
-    job: Job<io::Result<Parsed>>,
+    handle: Handle<LogFile>,
 }
+
+engine_job!(LogRead, "log read", start: idempotent, result: result_dict);
 
 #[pymethods]
 impl LogRead {
@@ -78,49 +74,29 @@ impl LogRead {
             }
         })?;
         Ok(Self {
-            path,
-            format: Arc::new(format),
-            stop: Arc::new(AtomicBool::new(false)),
-            job: Job::default(),
+            handle: Handle::new(LogFile { path, format }),
         })
     }
+}
 
-    /// Starts reading; false if it was started before.
-    fn start(&self) -> bool {
-        let (path, format, stop) = (self.path.clone(), self.format.clone(), self.stop.clone());
-        self.job
-            .start(move || read_log_until(&path, &format, &stop))
-    }
-
-    fn cancel(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-
-    /// Waits up to `timeout_s` for the read to end, without the GIL; true when it has.
-    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
-        py.detach(|| {
-            self.job
-                .wait(timeout, || Err(io::Error::other("the log reader panicked")))
-        })
-    }
-
-    /// The parsed log; raises RunInterrupted if it was cancelled, ConfigError if the file
-    /// could not be read.
-    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let done = self.job.with_outcome(|outcome| match outcome {
-            Ok(parsed) => log_dict(py, parsed),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                Err(raise(py, "RunInterrupted", "interrupted".into(), None))
-            }
-            Err(e) => Err(raise(
-                py,
-                "ConfigError",
-                format!("`{}` cannot be read: {e}", self.path.display()),
-                None,
-            )),
-        });
-        done.unwrap_or_else(|| Err(PyRuntimeError::new_err("the log read has not ended")))
+/// The parsed log; RunInterrupted if it was cancelled, ConfigError if the file could not be
+/// read.
+fn result_dict<'py>(
+    py: Python<'py>,
+    log: &LogFile,
+    outcome: &io::Result<Parsed>,
+) -> PyResult<Bound<'py, PyDict>> {
+    match outcome {
+        Ok(parsed) => log_dict(py, parsed),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+            Err(raise(py, "RunInterrupted", "interrupted".into(), None))
+        }
+        Err(e) => Err(raise(
+            py,
+            "ConfigError",
+            format!("`{}` cannot be read: {e}", log.path.display()),
+            None,
+        )),
     }
 }
 

@@ -1,15 +1,16 @@
-//! `TreeRecreate`: the tree recreation engine's [`RecreateHandle`] for Python — the manifest's
-//! columns in, counts out; building the plan and waiting happen without the GIL.
+//! `TreeRecreate`: a tree recreation on its handle for Python — the manifest's columns in,
+//! counts out; building the plan happens without the GIL.
 
 use std::path::PathBuf;
 
-use iowatt_tree::{Config, Entry, Kind, RecreateHandle, Recreation, Status, TreeError};
+use iowatt_metrics::Handle;
+use iowatt_tree::{Config, Entry, Kind, Output, Progress, Recreation, Status, TreeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::columns::values;
 use crate::errors::raise;
-use crate::job::{not_ended, started, wait_detached};
+use crate::job::engine_job;
 
 fn from_tree(py: Python<'_>, e: &TreeError) -> PyErr {
     let (class, kind) = match e {
@@ -26,8 +27,10 @@ fn from_tree(py: Python<'_>, e: &TreeError) -> PyErr {
 
 #[pyclass(module = "iowatt._core")]
 pub struct TreeRecreate {
-    handle: RecreateHandle,
+    handle: Handle<Recreation>,
 }
+
+engine_job!(TreeRecreate, "recreation", start: once, progress: progress_dict, result: result_dict);
 
 #[pymethods]
 impl TreeRecreate {
@@ -102,55 +105,43 @@ impl TreeRecreate {
             ),
         })?;
         Ok(Self {
-            handle: RecreateHandle::new(rec),
+            handle: Handle::new(rec),
         })
     }
 
     /// Bytes of all files (what a non-sparse recreation writes).
     fn total_bytes(&self) -> u64 {
-        self.handle.recreation().total_bytes()
+        self.handle.work().total_bytes()
     }
+}
 
-    fn start(&self) -> PyResult<()> {
-        started(self.handle.start(), "recreation")
-    }
+fn progress_dict<'py>(
+    py: Python<'py>,
+    rec: &Recreation,
+    p: &Progress,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = counts_dict(py, &p.counts())?;
+    d.set_item("phase", p.phase().as_str())?;
+    d.set_item("total", rec.entries())?;
+    d.set_item("total_bytes", rec.total_bytes())?;
+    Ok(d)
+}
 
-    fn cancel(&self) {
-        self.handle.cancel();
-    }
-
-    /// Waits up to `timeout_s` for the run to end, without the GIL; true when it has ended.
-    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        wait_detached(py, timeout_s, |t| self.handle.wait(t))
-    }
-
-    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let p = self.handle.progress();
-        let d = counts_dict(py, &p.counts())?;
-        d.set_item("phase", p.phase().as_str())?;
-        d.set_item("total", self.handle.recreation().entries())?;
-        d.set_item("total_bytes", self.handle.recreation().total_bytes())?;
-        Ok(d)
-    }
-
-    /// The counts and status; raises the run's error if it failed.
-    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.handle
-            .with_outcome(|outcome| match outcome {
-                Err(e) => Err(from_tree(py, e)),
-                Ok(out) => {
-                    let d = counts_dict(py, &out.counts)?;
-                    let status = match out.status {
-                        Status::Complete => "complete",
-                        Status::Cancelled => "cancelled",
-                    };
-                    d.set_item("status", status)?;
-                    d.set_item("elapsed_ns", out.elapsed_ns)?;
-                    Ok(d)
-                }
-            })
-            .unwrap_or_else(|| Err(not_ended("recreation")))
-    }
+/// The counts and status; the run's error if it failed.
+fn result_dict<'py>(
+    py: Python<'py>,
+    _: &Recreation,
+    outcome: &Result<Output, TreeError>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = outcome.as_ref().map_err(|e| from_tree(py, e))?;
+    let d = counts_dict(py, &out.counts)?;
+    let status = match out.status {
+        Status::Complete => "complete",
+        Status::Cancelled => "cancelled",
+    };
+    d.set_item("status", status)?;
+    d.set_item("elapsed_ns", out.elapsed_ns)?;
+    Ok(d)
 }
 
 enum Bad {

@@ -1,18 +1,20 @@
-//! `WorkloadRun`: the workload engine's [`RunHandle`] for Python — JSON in, Python data out;
-//! waiting happens without the GIL.
+//! `WorkloadRun`: a workload on the engine's handle for Python — JSON in, Python data out.
 
-use iowatt_workload::{FileIo, Output, RunHandle, Status, Workload};
+use iowatt_metrics::Handle;
+use iowatt_workload::{FileIo, Output, Progress, Status, Workload, WorkloadError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::{from_workload, raise};
 use crate::histogram::{hist_dict, live_dict};
-use crate::job::{not_ended, started, wait_detached};
+use crate::job::engine_job;
 
 #[pyclass(module = "iowatt._core")]
 pub struct WorkloadRun {
-    handle: RunHandle,
+    handle: Handle<Workload>,
 }
+
+engine_job!(WorkloadRun, "run", start: once, progress: progress_dict, result: result_dict);
 
 #[pymethods]
 impl WorkloadRun {
@@ -23,7 +25,7 @@ impl WorkloadRun {
             .map_err(|e| raise(py, "ConfigError", format!("invalid workload: {e}"), None))?;
         let workload = fileio.build().map_err(|e| from_workload(py, &e))?;
         Ok(Self {
-            handle: RunHandle::new(workload),
+            handle: Handle::new(workload),
         })
     }
 
@@ -39,55 +41,28 @@ impl WorkloadRun {
             )
         })?;
         Ok(Self {
-            handle: RunHandle::new(workload),
+            handle: Handle::new(workload),
         })
     }
 
     /// Checks the model as a run would before starting, without running it.
     fn check(&self, py: Python<'_>) -> PyResult<()> {
-        iowatt_workload::validate(self.handle.workload()).map_err(|e| from_workload(py, &e))
+        iowatt_workload::validate(self.handle.work()).map_err(|e| from_workload(py, &e))
     }
 
     /// The workload model (files, threads, flowops) as JSON.
     fn model_json(&self) -> String {
-        serde_json::to_string(self.handle.workload()).expect("the model serializes")
-    }
-
-    fn start(&self) -> PyResult<()> {
-        started(self.handle.start(), "run")
-    }
-
-    fn cancel(&self) {
-        self.handle.cancel();
+        serde_json::to_string(self.handle.work()).expect("the model serializes")
     }
 
     /// Makes the run wait, once prepared, in phase "ready" until released; before start().
     fn hold(&self) {
-        self.handle.hold();
+        self.handle.progress().hold();
     }
 
     /// Starts a held run's measuring at `realtime_ns` (time.time_ns()'s clock).
     fn release(&self, realtime_ns: u64) {
-        self.handle.release(realtime_ns);
-    }
-
-    /// Waits up to `timeout_s` for the run to end, without the GIL; true when it has ended.
-    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        wait_detached(py, timeout_s, |t| self.handle.wait(t))
-    }
-
-    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.handle.progress().snapshot();
-        let d = PyDict::new(py);
-        d.set_item("phase", s.phase.as_str())?;
-        d.set_item("prepared_bytes", s.prepared_bytes)?;
-        d.set_item("prepare_total", s.prepare_total)?;
-        d.set_item("ops", s.ops)?;
-        d.set_item("bytes", s.bytes)?;
-        d.set_item("errors", s.errors)?;
-        d.set_item("measure_start_ns", s.measure_start_ns)?;
-        d.set_item("measure_end_ns", s.measure_end_ns)?;
-        Ok(d)
+        self.handle.progress().release(realtime_ns);
     }
 
     /// What a metrics scrape reads: operations, bytes and errors so far (ramp included), and
@@ -97,17 +72,34 @@ impl WorkloadRun {
         let s = progress.snapshot();
         live_dict(py, (s.ops, s.bytes, s.errors), progress.live(), &edges_ns)
     }
+}
 
-    /// The output as plain Python data; raises the run's error if it could not start.
-    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let slow_ns = &self.handle.workload().slow_ns;
-        self.handle
-            .with_outcome(|outcome| match outcome {
-                Err(e) => Err(from_workload(py, e)),
-                Ok(out) => output_dict(py, out, slow_ns),
-            })
-            .unwrap_or_else(|| Err(not_ended("run")))
-    }
+fn progress_dict<'py>(
+    py: Python<'py>,
+    _: &Workload,
+    progress: &Progress,
+) -> PyResult<Bound<'py, PyDict>> {
+    let s = progress.snapshot();
+    let d = PyDict::new(py);
+    d.set_item("phase", s.phase.as_str())?;
+    d.set_item("prepared_bytes", s.prepared_bytes)?;
+    d.set_item("prepare_total", s.prepare_total)?;
+    d.set_item("ops", s.ops)?;
+    d.set_item("bytes", s.bytes)?;
+    d.set_item("errors", s.errors)?;
+    d.set_item("measure_start_ns", s.measure_start_ns)?;
+    d.set_item("measure_end_ns", s.measure_end_ns)?;
+    Ok(d)
+}
+
+/// The output as plain Python data; the run's error if it could not start.
+fn result_dict<'py>(
+    py: Python<'py>,
+    workload: &Workload,
+    outcome: &Result<Output, WorkloadError>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = outcome.as_ref().map_err(|e| from_workload(py, e))?;
+    output_dict(py, out, &workload.slow_ns)
 }
 
 fn output_dict<'py>(

@@ -7,10 +7,11 @@
 //! requests wait in order but stay timed from when they were due, so a server stall shows in
 //! the latencies instead of hiding (no coordinated omission). Each request records when it was
 //! sent, its first response byte, its last, its status, bytes and error kind in [`Records`].
+//! A checked [`Replay`] is [`Work`] for [`iowatt_metrics::Handle`], which runs it on a thread
+//! of its own for callers that poll.
 
 mod client;
 mod error;
-mod handle;
 mod plan;
 mod progress;
 mod records;
@@ -19,11 +20,35 @@ mod target;
 mod timer;
 mod tls;
 
+use std::sync::Arc;
+
+use iowatt_metrics::Work;
+
 pub use error::ReplayError;
-pub use handle::{Outcome, ReplayHandle};
 pub use plan::{Config, Plan};
 pub use progress::{Progress, ProgressSnapshot};
 pub use records::{ErrorKind, Histograms, Records};
 pub use run::{run, Output, Replay, Status};
 pub use target::Target;
 pub use tls::TlsOptions;
+
+impl Work for Replay {
+    type Progress = Progress;
+    type Outcome = Result<Output, ReplayError>;
+
+    fn run(self: Arc<Self>, progress: &Progress) -> Self::Outcome {
+        run(&self, progress)
+    }
+
+    /// Requests in flight end (or time out); the ones not yet sent are marked never sent.
+    fn cancel(progress: &Progress) {
+        progress.cancel();
+    }
+
+    fn panicked() -> Self::Outcome {
+        Err(ReplayError::Io {
+            op: "replay",
+            source: std::io::Error::other("the replay thread panicked"),
+        })
+    }
+}

@@ -16,4 +16,6 @@ pub use cryptopan::CryptoPan;
 pub use format::{Directive, LogFormat, Token};
 pub use keys::{hash_name, hash_path, Keys};
 pub use line::{parse_line, parse_line_spans, LineError, Record};
-pub use log::{parse_log, parse_text, read_log, read_log_until, Parsed, Requests, Strings};
+pub use log::{
+    parse_log, parse_text, read_log, read_log_until, LogFile, Parsed, Requests, Strings,
+};

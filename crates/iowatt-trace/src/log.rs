@@ -5,12 +5,13 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use flate2::read::MultiGzDecoder;
+use iowatt_metrics::Work;
 
 use crate::format::LogFormat;
 use crate::line::parse_line;
@@ -198,6 +199,31 @@ pub fn read_log_until(path: &Path, format: &LogFormat, stop: &AtomicBool) -> io:
         parse_in_blocks(MultiGzDecoder::new(file), format, threads, BLOCK, stop)
     } else {
         parse_in_blocks(file, format, threads, BLOCK, stop)
+    }
+}
+
+/// A log to read on a [`Handle`](iowatt_metrics::Handle), so a caller can do other work (or
+/// stay responsive to Ctrl-C) while it is parsed.
+pub struct LogFile {
+    pub path: PathBuf,
+    pub format: LogFormat,
+}
+
+impl Work for LogFile {
+    /// A read counts nothing as it goes: what it shares is the flag that stops it.
+    type Progress = AtomicBool;
+    type Outcome = io::Result<Parsed>;
+
+    fn run(self: Arc<Self>, stop: &AtomicBool) -> Self::Outcome {
+        read_log_until(&self.path, &self.format, stop)
+    }
+
+    fn cancel(stop: &AtomicBool) {
+        stop.store(true, Ordering::Relaxed);
+    }
+
+    fn panicked() -> Self::Outcome {
+        Err(io::Error::other("the log reader panicked"))
     }
 }
 

@@ -3,22 +3,23 @@
 //! times, made by a pool of threads so the file system, not the tool, sets the pace.
 //!
 //! Public surface: [`Recreation`] (a checked manifest and the options), [`run`] with a shared
-//! [`Progress`], its [`Output`], and [`RecreateHandle`], which runs it on a thread of its own
-//! for callers that poll. Nothing is ever made outside the destination: paths are checked up
-//! front, and every entry is made relative to a directory opened beneath it without following
-//! symlinks.
+//! [`Progress`], and its [`Output`]; a recreation is [`Work`] for [`iowatt_metrics::Handle`],
+//! which runs it on a thread of its own for callers that poll. Nothing is ever made outside
+//! the destination: paths are checked up front, and every entry is made relative to a
+//! directory opened beneath it without following symlinks.
 
 mod create;
 mod error;
-mod handle;
 mod plan;
 mod progress;
 mod sys;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use iowatt_metrics::Work;
 
 pub use error::TreeError;
-pub use handle::{Outcome, RecreateHandle};
 pub use plan::{Entry, Kind};
 pub use progress::{Counts, Phase, Progress};
 
@@ -89,4 +90,26 @@ pub struct Output {
 /// other threads stop within one entry).
 pub fn run(recreation: &Recreation, progress: &Progress) -> Result<Output, TreeError> {
     create::run(recreation, progress)
+}
+
+impl Work for Recreation {
+    type Progress = Progress;
+    type Outcome = Result<Output, TreeError>;
+
+    fn run(self: Arc<Self>, progress: &Progress) -> Self::Outcome {
+        run(&self, progress)
+    }
+
+    /// Entries already made stay; a resumed run finishes the tree.
+    fn cancel(progress: &Progress) {
+        progress.cancel();
+    }
+
+    fn panicked() -> Self::Outcome {
+        Err(TreeError::Io {
+            op: "recreate",
+            path: String::new(),
+            source: std::io::Error::other("a recreation thread panicked"),
+        })
+    }
 }

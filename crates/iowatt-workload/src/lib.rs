@@ -4,8 +4,8 @@
 //! personalities and workload files extend it rather than replace it.
 //!
 //! Public surface: a [`Workload`] (or a [`FileIo`] personality that builds one), a shared
-//! [`Progress`] handle, [`run`], and its [`Output`]; [`RunHandle`] runs it on a thread of its
-//! own for callers that poll.
+//! [`Progress`] handle, [`run`], and its [`Output`]. A workload is [`Work`] for
+//! [`iowatt_metrics::Handle`], which runs it on a thread of its own for callers that poll.
 
 mod buffers;
 mod collector;
@@ -13,7 +13,6 @@ mod dist;
 mod entropy;
 mod error;
 mod fileset;
-mod handle;
 mod interp;
 mod offsets;
 mod output;
@@ -27,8 +26,11 @@ mod spec;
 mod sync;
 mod worker;
 
+use std::sync::Arc;
+
+use iowatt_metrics::Work;
+
 pub use error::WorkloadError;
-pub use handle::{Outcome, RunHandle};
 pub use output::{FlowopOutput, Output, Status};
 pub use personality::FileIo;
 pub use progress::{Phase, Progress, ProgressSnapshot};
@@ -36,3 +38,21 @@ pub use run::{run, validate};
 pub use spec::{
     Engine, FileSpec, FilesetSpec, Flowop, OpKind, Quit, SizeDist, ThreadSpec, Workload,
 };
+
+impl Work for Workload {
+    type Progress = Progress;
+    type Outcome = Result<Output, WorkloadError>;
+
+    fn run(self: Arc<Self>, progress: &Progress) -> Self::Outcome {
+        run(&self, progress)
+    }
+
+    /// The run ends within one operation, keeping what it measured.
+    fn cancel(progress: &Progress) {
+        progress.cancel();
+    }
+
+    fn panicked() -> Self::Outcome {
+        Err(WorkloadError::Invalid("the engine thread panicked".into()))
+    }
+}

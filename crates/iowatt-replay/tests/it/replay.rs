@@ -1,6 +1,7 @@
 use std::time::Duration;
 
-use iowatt_replay::{Config, ErrorKind, Output, Plan, ReplayError, ReplayHandle, Status};
+use iowatt_metrics::Handle;
+use iowatt_replay::{Config, ErrorKind, Output, Plan, Replay, ReplayError, Status};
 
 use crate::server::Server;
 
@@ -31,7 +32,7 @@ fn config(server: &Server) -> Config {
 }
 
 fn replay(plan: Plan, config: Config) -> Output {
-    let handle = ReplayHandle::new(plan, config).unwrap();
+    let handle = Handle::new(Replay::new(plan, config).unwrap());
     assert!(handle.start());
     assert!(handle.wait(WAIT), "the replay did not end");
     handle
@@ -112,13 +113,14 @@ fn a_stalled_response_does_not_hold_back_the_requests_due_after_it() {
 fn at_the_connection_cap_requests_queue_in_order_and_stay_timed_from_their_due_time() {
     let server = Server::start();
     let paths = ["/hold", "/hold", "/a", "/b", "/c"];
-    let handle = ReplayHandle::new(
+    let handle = Replay::new(
         plan(&paths, &[0, 0, 1, 2, 3]),
         Config {
             max_conns: Some(2),
             ..config(&server)
         },
     )
+    .map(Handle::new)
     .unwrap();
     handle.start();
     // The two held requests fill the cap; the other three wait for a slot.
@@ -208,7 +210,8 @@ fn keep_alive_reuses_one_connection_per_client_and_sends_the_host_header() {
 #[test]
 fn a_cancelled_replay_keeps_what_completed_and_marks_what_never_left() {
     let server = Server::start();
-    let handle = ReplayHandle::new(plan(&["/a", "/b"], &[0, 600_000]), config(&server)).unwrap();
+    let handle =
+        Handle::new(Replay::new(plan(&["/a", "/b"], &[0, 600_000]), config(&server)).unwrap());
     handle.start();
     while handle.progress().snapshot().completed < 1 {
         assert!(!handle.wait(Duration::from_millis(5)));
@@ -229,13 +232,14 @@ fn a_target_that_refuses_connections_is_named_before_anything_is_sent() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let handle = ReplayHandle::new(
+    let handle = Replay::new(
         plan(&["/a"], &[0]),
         Config {
             target: format!("http://127.0.0.1:{port}"),
             ..Config::default()
         },
     )
+    .map(Handle::new)
     .unwrap();
     handle.start();
     assert!(handle.wait(WAIT));
@@ -251,13 +255,14 @@ fn a_target_that_refuses_connections_is_named_before_anything_is_sent() {
 fn histograms_cover_the_window_only() {
     let server = Server::start();
     let paths = ["/a", "/b", "/c", "/d"];
-    let handle = ReplayHandle::new(
+    let handle = Replay::new(
         plan(&paths, &[0, 1, 2, 3]),
         Config {
             window: (1, 3),
             ..config(&server)
         },
     )
+    .map(Handle::new)
     .unwrap();
     handle.start();
     assert!(handle.wait(WAIT));
@@ -271,7 +276,7 @@ fn histograms_cover_the_window_only() {
 #[test]
 fn plans_that_do_not_hold_together_are_refused() {
     let mut p = plan(&["/a", "/b"], &[5, 1]);
-    let e = ReplayHandle::new(
+    let e = Replay::new(
         p,
         Config {
             target: "http://127.0.0.1:1".into(),
@@ -281,7 +286,7 @@ fn plans_that_do_not_hold_together_are_refused() {
     assert!(e.err().unwrap().to_string().contains("due before"));
     p = plan(&["/a"], &[0]);
     p.methods = vec!["GE T".into()];
-    let e = ReplayHandle::new(
+    let e = Replay::new(
         p,
         Config {
             target: "http://127.0.0.1:1".into(),

@@ -5,10 +5,10 @@
 //!
 //! [`run`] simulates every (workload, policy, seed) of a [`Config`] on a pool of threads; the
 //! outputs come back in that order whatever the threads did, each run bit-identical for the
-//! same inputs. [`ServerHandle`] runs it on its own thread for callers that poll.
+//! same inputs. A configuration is [`Work`] for [`iowatt_metrics::Handle`], which runs it on
+//! its own thread for callers that poll.
 
 mod curve;
-mod handle;
 mod jobs;
 mod model;
 mod plant;
@@ -18,12 +18,13 @@ mod sim;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
+use iowatt_metrics::Work;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use curve::{in_zone, Curve};
-pub use handle::ServerHandle;
 pub use jobs::{interpolate, Job, Kind, Pattern, Phase, WorkloadSet};
 pub use model::Model;
 pub use plant::Plant;
@@ -209,6 +210,9 @@ impl RunOutput {
 pub struct Progress {
     pub runs_done: AtomicUsize,
     pub ticks: AtomicU64,
+    /// Set by a handle's cancel: [`run`] stops on the flag it is given, and a handle gives it
+    /// this one, so that cancelling needs nothing but the progress the handle shares.
+    cancel: AtomicBool,
 }
 
 /// Simulates every run of `config` on `config.threads` threads (at least one); stops early,
@@ -259,4 +263,23 @@ pub fn run(
         *o = slot.into_inner().unwrap_or_else(|p| p.into_inner());
     }
     outputs.into_iter().flatten().collect()
+}
+
+impl Work for Config {
+    type Progress = Progress;
+    type Outcome = Result<Vec<RunOutput>, ServerError>;
+
+    fn run(self: Arc<Self>, progress: &Progress) -> Self::Outcome {
+        run(&self, progress, &progress.cancel)
+    }
+
+    fn cancel(progress: &Progress) {
+        progress.cancel.store(true, Ordering::Relaxed);
+    }
+
+    fn panicked() -> Self::Outcome {
+        Err(ServerError::Config(
+            "the simulator failed (a bug: please report it)".into(),
+        ))
+    }
 }

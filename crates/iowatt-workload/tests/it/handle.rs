@@ -1,9 +1,9 @@
-//! RunHandle: a run on its own thread, watched, cancelled and waited for.
+//! A workload on a `Handle`: a run on its own thread, watched, cancelled and waited for.
 
 use std::time::{Duration, Instant};
 
-use iowatt_metrics::{now_ns, realtime_ns};
-use iowatt_workload::{Phase, RunHandle, Status};
+use iowatt_metrics::{now_ns, realtime_ns, Handle};
+use iowatt_workload::{Phase, Status, Workload};
 
 use iowatt_workload::FileIo;
 
@@ -16,7 +16,7 @@ fn a_handle_runs_in_the_background_and_keeps_its_outcome() {
     let dir = TempDir::new("handle");
     let mut cfg = light(fileio("randomread", &dir));
     cfg.runtime_ns = 400_000_000;
-    let run = RunHandle::new(cfg.build().unwrap());
+    let run = Handle::new(cfg.build().unwrap());
     assert!(
         !run.wait(Duration::ZERO),
         "a run never started has not ended"
@@ -45,7 +45,7 @@ fn cancelling_ends_a_long_run_early_with_what_it_measured() {
     let dir = TempDir::new("cancel");
     let mut cfg = light(fileio("randomread", &dir));
     cfg.runtime_ns = 60_000_000_000;
-    let run = RunHandle::new(cfg.build().unwrap());
+    let run = Handle::new(cfg.build().unwrap());
     assert!(run.start());
     let t0 = Instant::now();
     while run.progress().snapshot().ops == 0 {
@@ -72,7 +72,7 @@ fn a_held_run_prepares_then_waits_until_released_at_an_instant() {
     let dir = TempDir::new("held");
     let mut cfg = light(fileio("randomread", &dir));
     cfg.runtime_ns = 200_000_000;
-    let run = RunHandle::new(cfg.build().unwrap());
+    let run = Handle::new(cfg.build().unwrap());
     start_held(&run);
     // Ready means laid out and waiting: nothing measured, however long it waits.
     assert!(!run.wait(Duration::from_millis(300)));
@@ -80,7 +80,7 @@ fn a_held_run_prepares_then_waits_until_released_at_an_instant() {
     assert_eq!((waiting.phase, waiting.ops), (Phase::Ready, 0));
     let lead = 100_000_000;
     let (mono, real) = (now_ns(), realtime_ns());
-    run.release(real + lead);
+    run.progress().release(real + lead);
     assert!(run.wait(Duration::from_secs(30)));
     let (status, ops) = status_and_ops(&run);
     assert_eq!(status, Status::Complete);
@@ -100,7 +100,7 @@ fn a_held_run_prepares_then_waits_until_released_at_an_instant() {
 fn a_held_run_cancelled_before_release_ends_without_measuring() {
     let _alone = exclusive();
     let dir = TempDir::new("held-cancel");
-    let run = RunHandle::new(light(fileio("randomread", &dir)).build().unwrap());
+    let run = Handle::new(light(fileio("randomread", &dir)).build().unwrap());
     start_held(&run);
     run.cancel();
     assert!(
@@ -111,8 +111,8 @@ fn a_held_run_cancelled_before_release_ends_without_measuring() {
 }
 
 /// Starts `run` held and waits until it is laid out and ready.
-fn start_held(run: &RunHandle) {
-    run.hold();
+fn start_held(run: &Handle<Workload>) {
+    run.progress().hold();
     assert!(run.start());
     let t0 = Instant::now();
     while run.progress().snapshot().phase != Phase::Ready {
@@ -121,7 +121,7 @@ fn start_held(run: &RunHandle) {
     }
 }
 
-fn status_and_ops(run: &RunHandle) -> (Status, u64) {
+fn status_and_ops(run: &Handle<Workload>) -> (Status, u64) {
     run.with_outcome(|o| {
         let out = o.as_ref().expect("the run produced an output");
         (out.status.clone(), out.ops())
@@ -142,7 +142,7 @@ fn the_latencies_so_far_hold_every_stored_interval_by_band() {
     let dir = TempDir::new("latency-so-far");
     let mut cfg = light(fileio("randomread", &dir));
     cfg.runtime_ns = 1_500_000_000;
-    let run = RunHandle::new(cfg.build().unwrap());
+    let run = Handle::new(cfg.build().unwrap());
     let edges = [10_000, 100_000, 1_000_000];
     assert_eq!(run.progress().live().latency_so_far(&edges).count, 0);
     assert!(run.start());
