@@ -16,7 +16,6 @@ from iowatt.errors import IowattError
 from iowatt.power.record import write_power_files
 from iowatt.power.summary import warnings as power_warnings
 from iowatt.store.catalog import publish
-from iowatt.store.manifest import run_manifest
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import RunWriter
 from iowatt.warnings import WarningSink
@@ -37,46 +36,28 @@ def write_run(
     results = [o.result for o in outcomes]
     models = {o.wl.name: o.model for o in outcomes}
     summaries = {o.wl.name: o.summary for o in outcomes}
-    status = "complete" if failure is None else "incomplete"
-    manifest = run_manifest(
-        writer.run_id,
-        "bench",
-        None if failure is None else failure.message,
-        started_ns,
-        config.seed,
-        config.labels,
-        {
-            "target": str(config.target) if config.target else None,
-            "device": device,
-            "suite": config.suite,
-            "campaign": config.campaign,
-            # Each workload's parameters and, once it ran, the model the engine built from them.
-            "workloads": [
-                {**wl.recorded(), "model": models.get(wl.name)} for wl in config.workloads
-            ],
-            "power": {
-                "sources": [s.describe() for s in config.power],
-                "hz": config.power_hz,
-                "idle_s": config.idle_s,
-            }
-            if config.power
-            else None,
-            **({"fleet": hosts.manifest_section(fleet)} if fleet else {}),
-        },
-        clock_anchor=config.clock_anchor,
-        host=host,
-    )
+    recorded = {
+        "target": str(config.target) if config.target else None,
+        "device": device,
+        "suite": config.suite,
+        "campaign": config.campaign,
+        # Each workload's parameters and, once it ran, the model the engine built from them.
+        "workloads": [{**wl.recorded(), "model": models.get(wl.name)} for wl in config.workloads],
+        "power": {
+            "sources": [s.describe() for s in config.power],
+            "hz": config.power_hz,
+            "idle_s": config.idle_s,
+        }
+        if config.power
+        else None,
+        **({"fleet": hosts.manifest_section(fleet)} if fleet else {}),
+    }
     fio = {
         "fio version": f"iowatt-{__version__}",
         "timestamp": started_ns // 1_000_000_000,
         "jobs": [fio_job(o.wl.name, o.summary, o.result) for o in outcomes],
     }
-    summary: dict[str, Any] = {
-        "run_id": writer.run_id,
-        "status": status,
-        "workloads": summaries,
-        "fio": fio,
-    }
+    summary: dict[str, Any] = {"workloads": summaries, "fio": fio}
     if fleet is not None:
         summary["hosts"] = hosts.summary_section(fleet)
         hosts.write_tables(writer, fleet)
@@ -84,8 +65,17 @@ def write_run(
     if power_summary is not None:
         summary["power"] = power_summary
         sink.extend(power_warnings(power_summary))
-    writer.write_json("manifest.json", manifest)
-    writer.write_json("summary.json", summary)
+    writer.finish(
+        "bench",
+        None if failure is None else failure.message,
+        started_ns=started_ns,
+        seed=config.seed,
+        labels=config.labels,
+        config=recorded,
+        summary=summary,
+        clock_anchor=config.clock_anchor,
+        host=host,
+    )
     writer.write_table("intervals.parquet", interval_table(writer.run_id, results))
     writer.write_table("latency.parquet", latency_table(writer.run_id, results))
     if power.data is not None:

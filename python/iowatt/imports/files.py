@@ -10,7 +10,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from iowatt import __version__
 from iowatt.errors import ConfigError, ImportFormatError
 from iowatt.imports.filebench import parse as parse_filebench
 from iowatt.imports.fio import parse as parse_fio
@@ -60,19 +59,29 @@ def parse(path: str | Path, fmt: str = "auto", workload_name: str | None = None)
 def write(parsed: Parsed, labels: Mapping[str, str], results: Path) -> Path:
     """Commits one parsed file as a run and indexes it; returns the run directory."""
     run_id = new_run_id("import")
-    manifest = _manifest(parsed, run_id, labels)
-    summary = {
-        "run_id": run_id,
-        "status": "complete",
-        "workloads": parsed.summaries,
-        **parsed.extra,
-    }
     # Built before the run's directory exists: a value pyarrow refuses leaves nothing behind.
     table = _latency_table(run_id, parsed.histograms) if parsed.histograms else None
     writer = RunWriter(results, run_id)
     try:
-        writer.write_json("manifest.json", manifest)
-        writer.write_json("summary.json", summary)
+        writer.finish(
+            "import",
+            None,
+            started_ns=parsed.started_ns,
+            ended_ns=parsed.ended_ns,
+            seed=None,
+            labels={"source": parsed.source, **labels},
+            config={
+                "source": parsed.source,
+                "file": str(parsed.path),
+                "tool_version": parsed.tool_version,
+                "target": None,
+                "workloads": parsed.workloads,
+            },
+            summary={"workloads": parsed.summaries, **parsed.extra},
+            # Only what the file itself says: the importing machine is not the one measured.
+            host=parsed.host,
+            manifest_extra={"imported_ns": time.time_ns()},
+        )
         if table is not None:
             writer.write_table("latency.parquet", table)
         return publish(writer)
@@ -108,30 +117,6 @@ def import_file(
     return import_files(
         [path], fmt=fmt, labels=labels, workload_name=workload_name, results=results
     )[0]
-
-
-def _manifest(parsed: Parsed, run_id: str, labels: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        "run_id": run_id,
-        "kind": "import",
-        "status": "complete",
-        "reason": None,
-        "iowatt_version": __version__,
-        "imported_ns": time.time_ns(),
-        "started_ns": parsed.started_ns,
-        "ended_ns": parsed.ended_ns,
-        "seed": None,
-        "labels": {"source": parsed.source, **labels},
-        "config": {
-            "source": parsed.source,
-            "file": str(parsed.path),
-            "tool_version": parsed.tool_version,
-            "target": None,
-            "workloads": parsed.workloads,
-        },
-        # Only what the file itself says: the importing machine is not the one measured.
-        "host": parsed.host,
-    }
 
 
 def _latency_table(run_id: str, histograms: Sequence[Histogram]) -> pa.Table:

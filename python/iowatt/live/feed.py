@@ -133,11 +133,11 @@ def _io_sample(
 
 def stored(run_dir: Path) -> list[Snapshot]:
     """A finished run, one snapshot per second of it: what its endpoint would have said."""
-    import json
-
     import pyarrow.parquet as pq
 
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    from iowatt.store.runs import read_manifest
+
+    manifest = read_manifest(run_dir)
     tables = {
         name: pq.read_table(run_dir / f"{name}.parquet")
         for name in ("intervals", "power", "sensors")

@@ -9,7 +9,6 @@ recorded live, and merged into the run's summary, Parquet files, catalog and rep
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from iowatt.power.summary import Window, headline, span, summarize, warnings
 from iowatt.store.catalog import refresh
 from iowatt.store.runs import DamagedRun, read_manifest, read_summary, read_table
 from iowatt.store.schemas import event_table
-from iowatt.store.writer import write_atomic
+from iowatt.store.writer import rewrite_summary, write_atomic
 from iowatt.warnings import WarningSink
 
 
@@ -64,7 +63,7 @@ def import_logs(
     power = _merge(old, new)
     sink.extend(warnings(new))
     summary["power"] = power
-    write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, default=str).encode())
+    rewrite_summary(run_dir, summary)
     for name, table in (
         ("power.parquet", data.power_table(manifest["run_id"], t0)),
         ("sensors.parquet", data.sensor_table(manifest["run_id"], t0)),

@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iowatt import __version__
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
-from iowatt.hostinfo import host_facts
 from iowatt.live.board import board
 from iowatt.power.recording import DRAIN_S, PowerData, Recording
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
@@ -98,9 +96,7 @@ def record(
     power = summarize(data, t0, Window(work_start, work_end), idle)
     sink.extend(warnings(power))
     status = _exit_status(exit_code)
-    summary: dict[str, Any] = {
-        "run_id": writer.run_id,
-        "status": "complete" if failure is None else "incomplete",
+    sections = {
         "command": {
             "argv": config.command,
             "exit_code": status,
@@ -108,25 +104,22 @@ def record(
         },
         "power": power,
     }
-    manifest = {
-        "run_id": writer.run_id,
-        "kind": "power",
-        "status": summary["status"],
-        "reason": None if failure is None else failure.message,
-        "iowatt_version": __version__,
-        "started_ns": started_ns,
-        "ended_ns": time.time_ns(),
-        "clock_anchor": list(data.anchor),
-        "labels": config.labels,
-        "config": {
+    summary = writer.finish(
+        "power",
+        None if failure is None else failure.message,
+        started_ns=started_ns,
+        seed=None,
+        labels=config.labels,
+        config={
             "command": config.command,
             "hz": config.hz,
             "idle_s": config.idle_s,
             "sources": [s.describe() for s in config.sources],
         },
-        "host": host_facts(None),
-    }
-    run_dir = commit_power_run(writer, manifest, summary, data, t0, config.report, sink)
+        summary=sections,
+        clock_anchor=data.anchor,
+    )
+    run_dir = commit_power_run(writer, data, t0, config.report, sink)
     if failure is not None:
         raise failure
     return Recorded(run_dir, status, summary)
@@ -156,16 +149,9 @@ def write_power_files(
 
 
 def commit_power_run(
-    writer: RunWriter,
-    manifest: dict[str, Any],
-    summary: dict[str, Any],
-    data: PowerData,
-    t0_ns: int,
-    report: bool,
-    sink: WarningSink,
+    writer: RunWriter, data: PowerData, t0_ns: int, report: bool, sink: WarningSink
 ) -> Path:
-    writer.write_json("manifest.json", manifest)
-    writer.write_json("summary.json", summary)
+    """Writes the power files beside the run's manifest and summary, then publishes it."""
     write_power_files(writer, data, t0_ns, sink.events())
     run_dir = publish(writer)
     if report:

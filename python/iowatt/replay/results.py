@@ -218,9 +218,7 @@ def latency_table(run_id: str, histograms: Mapping[str, Histogram]) -> pa.Table:
     return pa.table(cols, schema=LATENCY_SCHEMA)
 
 
-def summary(
-    run_id: str, config: ReplayConfig, r: Records, result: ReplayResult, status: str
-) -> dict[str, Any]:
+def summary(config: ReplayConfig, r: Records, result: ReplayResult, status: str) -> dict[str, Any]:
     """summary.json's ``workloads.replay`` (the catalog's row) and ``replay`` sections."""
     import numpy as np
 
@@ -257,8 +255,6 @@ def summary(
     by_kind = np.bincount(c["error"][w], minlength=len(r.errors))
     by_class = np.bincount(c["status"][answered] // 100, minlength=6)[:6]  # 1xx … 5xx
     return {
-        "run_id": run_id,
-        "status": status,
         "workloads": {
             "replay": {
                 "status": status,

@@ -23,7 +23,6 @@ from iowatt.power.summary import warnings as power_warnings
 from iowatt.replay.plan import ReplayConfig, buffers, window
 from iowatt.replay.results import Records, interval_table, latency_table, requests_table, summary
 from iowatt.store.catalog import publish
-from iowatt.store.manifest import run_manifest
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import RunWriter, new_run_id
 from iowatt.warnings import WarningSink
@@ -113,25 +112,23 @@ def _write(
     status = "complete" if failure is None else "incomplete"
     records = Records.of(result, measured)
     t0 = result["t0_ns"]
-    manifest = run_manifest(
-        writer.run_id,
-        "replay",
-        None if failure is None else failure.message,
-        started_ns,
-        None,
-        config.labels,
-        config.recorded(),
-        clock_anchor=config.clock_anchor,
-    )
-    head = summary(writer.run_id, config, records, result, status)
+    head = summary(config, records, result, status)
     if power.data is not None:
         start, end = records.span()
         replayed = head["workloads"]["replay"]
         work = Window(t0 + start, t0 + end, replayed["ops"], replayed["bytes"])
         head["power"] = summarize(power.data, t0, work, power.idle, {"replay": work})
         sink.extend(power_warnings(head["power"]))
-    writer.write_json("manifest.json", manifest)
-    writer.write_json("summary.json", head)
+    writer.finish(
+        "replay",
+        None if failure is None else failure.message,
+        started_ns=started_ns,
+        seed=None,
+        labels=config.labels,
+        config=config.recorded(),
+        summary=head,
+        clock_anchor=config.clock_anchor,
+    )
     writer.write_table("requests.parquet", requests_table(writer.run_id, config, records))
     writer.write_table("intervals.parquet", interval_table(writer.run_id, config, records, t0))
     writer.write_table("latency.parquet", latency_table(writer.run_id, result["histograms"]))

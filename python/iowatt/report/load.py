@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iowatt.errors import RunNotFoundError
+from iowatt.store.manifest import MANIFEST, SUMMARY
 from iowatt.store.runs import DamagedRun, read_manifest, read_summary, read_table
 
 _INTERVAL_COLUMNS = ("t_s", "duration_s", "ops_s", "mib_s", "mono_ns")
@@ -279,7 +280,7 @@ def load_run(path: Path, detail: bool = True) -> Run:
     unless ``detail``); raises
     :class:`RunNotFoundError` when it has no manifest, and a StoreError naming the file when
     one is damaged."""
-    manifest_path = path / "manifest.json"
+    manifest_path = path / MANIFEST
     if not manifest_path.is_file():
         raise RunNotFoundError(
             f"`{path}` is not a run directory (no manifest.json)",
@@ -303,7 +304,7 @@ def load_runs(paths: Sequence[Path], detail: bool = True) -> list[Run]:
 
 def _load(path: Path, detail: bool) -> Run:
     manifest = read_manifest(path)
-    summary = read_summary(path) if (path / "summary.json").is_file() else {}
+    summary = read_summary(path) if (path / SUMMARY).is_file() else {}
     power = _power(_read_parquet(path / "power.parquet"))
     if manifest.get("kind") == "sweep":
         # A sweep's intervals and histograms are per disk *and step*: merged per disk they

@@ -19,7 +19,6 @@ from typing import Any
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, one_line
 from iowatt.fleet.spec import ClusterSpec
 from iowatt.sim.grid import Axis, points, with_values
-from iowatt.store.manifest import run_manifest
 
 PointFn = Callable[[Any, dict[str, Any]], list[dict[str, Any]]]
 
@@ -141,27 +140,20 @@ def _write(
         "axes": [{"key": a.key, "values": list(a.values)} for a in axes],
         "base": plan.recorded(),
     }
-    manifest = run_manifest(
-        writer.run_id,
+    writer.finish(
         "sim-grid",
         None if failure is None else failure.message,
-        started_ns,
-        0,
-        dict(labels),
-        config,
+        started_ns=started_ns,
+        seed=0,
+        labels=labels,
+        config=config,
+        summary={
+            "simulator": simulator,
+            "points": total,
+            "done": len({r["point"] for r in rows}),
+            "rows": rows,
+        },
     )
-    done = len({r["point"] for r in rows})
-    summary = {
-        "run_id": writer.run_id,
-        "kind": "sim-grid",
-        "status": manifest["status"],
-        "simulator": simulator,
-        "points": total,
-        "done": done,
-        "rows": rows,
-    }
-    writer.write_json("manifest.json", manifest)
-    writer.write_json("summary.json", summary)
     table = pa.Table.from_pylist([{"run_id": writer.run_id, **r} for r in rows])
     writer.write_table("grid.parquet", table)
     run_dir: Path = publish(writer)

@@ -20,7 +20,6 @@ from iowatt.sim import record
 from iowatt.sim.disks import disk_model
 from iowatt.sim.model import load_overridden
 from iowatt.sim.requests import Requests, load_requests
-from iowatt.store.manifest import run_manifest
 from iowatt.trace.filters import Filters
 from iowatt.units import check_int, parse_duration, parse_int_list, parse_list, parse_size
 
@@ -200,25 +199,16 @@ def _write(
 
     rows = t.run_rows(writer.run_id, results, config.timeout_s)
     reason = None if failure is None else failure.message
-    manifest = run_manifest(
-        writer.run_id,
+    writer.finish(
         "sim-raid",
         reason,
-        started_ns,
-        config.seeds[0],
-        config.labels,
-        config.recorded(),
+        started_ns=started_ns,
+        seed=config.seeds[0],
+        labels=config.labels,
+        config=config.recorded(),
+        summary={"requests": len(config.requests), "raid": t.personality_table(results, rows)},
     )
-    summary = {
-        "run_id": writer.run_id,
-        "kind": "sim-raid",
-        "status": manifest["status"],
-        "requests": len(config.requests),
-        "raid": t.personality_table(results, rows),
-    }
     bin_s = config.params["array"]["bin_s"]
-    writer.write_json("manifest.json", manifest)
-    writer.write_json("summary.json", summary)
     writer.write_table("raid_runs.parquet", t.run_table(rows))
     writer.write_table("raid_power.parquet", t.power_table(writer.run_id, results, bin_s))
     writer.write_table(

@@ -1,5 +1,6 @@
 """What every simulator's run does the same way: commit what it simulated — or, when nothing
-was, abandon the run. (Its manifest is :func:`iowatt.store.manifest.run_manifest`'s.)"""
+was, abandon the run. (Its manifest and summary are
+:meth:`iowatt.store.writer.RunWriter.finish`'s.)"""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from iowatt.errors import ConfigError
+from iowatt.store.manifest import MANIFEST
 from iowatt.trace.filters import Filters
 
 ALIGN = 4096  # files start on 4 KiB boundaries
@@ -193,7 +194,7 @@ def _web(
             f"`{path}` is not a log: the filters (--from, --status, …) apply to a log",
             "a split was filtered when it was made; give the log itself to filter it",
         )
-    if (path / "manifest.json").is_file() and (path / "requests.parquet").is_file():
+    if (path / MANIFEST).is_file() and (path / "requests.parquet").is_file():
         req, layout = _replay_run(path), "replay-run"
     elif path.is_dir():
         req, layout = load(path, fmt, "start").requests, "split"

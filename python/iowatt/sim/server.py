@@ -19,7 +19,6 @@ from typing import Any
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.sim import curves, record
 from iowatt.sim.model import load_model, load_workloads
-from iowatt.store.manifest import run_manifest
 from iowatt.units import check_int, parse_duration, parse_int_list, parse_list
 
 POLICIES = ("DLB", "JETC", "App-Oracle", "FSTM", "FSTM-NoSSD")
@@ -198,27 +197,20 @@ def _write(
     if timed_out and reason is None:
         reason = f"not done within control.max_sim_s: {', '.join(timed_out)}"
     rows = tables.per_run_rows(writer.run_id, results)
-    manifest = run_manifest(
-        writer.run_id,
+    writer.finish(
         "sim-server",
         reason,
-        started_ns,
-        config.seeds[0],
-        config.labels,
-        config.recorded(),
+        started_ns=started_ns,
+        seed=config.seeds[0],
+        labels=config.labels,
+        config=config.recorded(),
+        summary={
+            "curve": config.curve["source"],
+            "policies": tables.policy_table(rows),
+            "simulated_s": sum(r["service_s"] for r in results),
+            "events_total": sum(r["events_total"] for r in results),
+        },
     )
-    status = manifest["status"]
-    summary = {
-        "run_id": writer.run_id,
-        "kind": "sim-server",
-        "status": status,
-        "curve": config.curve["source"],
-        "policies": tables.policy_table(rows),
-        "simulated_s": sum(r["service_s"] for r in results),
-        "events_total": sum(r["events_total"] for r in results),
-    }
-    writer.write_json("manifest.json", manifest)
-    writer.write_json("summary.json", summary)
     import pyarrow as pa
 
     from iowatt.store.schemas import POLICY_SCHEMA

@@ -15,7 +15,6 @@ from typing import Any
 
 from iowatt.errors import ConfigError
 from iowatt.sim.model import load_extended, load_overridden
-from iowatt.store.manifest import run_manifest
 from iowatt.units import check_int, parse_int_list, parse_list
 
 NODE = "node.toml"
@@ -205,13 +204,14 @@ def run(plan: TasksPlan) -> tuple[Path, list[dict[str, Any]]]:
     started_ns = time.time_ns()
     rows = simulate(plan)
     writer = RunWriter(plan.results, new_run_id("sim-tasks"))
-    writer.write_json(
-        "manifest.json",
-        run_manifest(writer.run_id, "sim-tasks", None, started_ns, 0, plan.labels, plan.recorded()),
-    )
-    writer.write_json(
-        "summary.json",
-        {"run_id": writer.run_id, "kind": "sim-tasks", "status": "complete", "tasks": rows},
+    writer.finish(
+        "sim-tasks",
+        None,
+        started_ns=started_ns,
+        seed=0,
+        labels=plan.labels,
+        config=plan.recorded(),
+        summary={"tasks": rows},
     )
     table = pa.Table.from_pylist([{"run_id": writer.run_id, **r} for r in rows], TASKS_SIM_SCHEMA)
     writer.write_table("tasks_sim.parquet", table)

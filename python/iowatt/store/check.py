@@ -20,6 +20,7 @@ from pathlib import Path
 
 from iowatt.store.catalog import indexed_dirs, refresh
 from iowatt.store.lock import is_held
+from iowatt.store.manifest import MANIFEST, SUMMARY
 from iowatt.store.writer import OWNER, TMP_PREFIX, created, fsync_dir, remove_created
 
 JOURNAL = "sweep.json"  # a sweep's journal (iowatt.sweep.journal.PLAN)
@@ -93,7 +94,7 @@ def _just_made(tmp: Path) -> bool:
 
 def _complete(tmp: Path) -> bool:
     try:
-        for name in ("manifest.json", "summary.json"):
+        for name in (MANIFEST, SUMMARY):
             json.loads((tmp / name).read_bytes())
     except (OSError, ValueError):
         return False

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from iowatt.errors import RunNotFoundError, StoreError
+from iowatt.store.manifest import MANIFEST, SUMMARY
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -26,21 +27,17 @@ def run_dirs(results: Path) -> dict[str, Path]:
     found = {}
     with os.scandir(results) as entries:
         for e in entries:
-            if (
-                not e.name.startswith(".")
-                and e.is_dir()
-                and os.path.exists(f"{e.path}/manifest.json")
-            ):
+            if not e.name.startswith(".") and e.is_dir() and os.path.exists(f"{e.path}/{MANIFEST}"):
                 found[e.name] = Path(e.path)
     return found
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
-    return read_json(run_dir, "manifest.json")
+    return read_json(run_dir, MANIFEST)
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
-    return read_json(run_dir, "summary.json")
+    return read_json(run_dir, SUMMARY)
 
 
 def read_json(run_dir: Path, name: str) -> dict[str, Any]:
@@ -87,7 +84,7 @@ class DamagedRun(StoreError):
 def resolve_run(results: Path, ref: str) -> Path:
     """A run directory from a path, a run id, a unique run-id prefix or ``latest``."""
     as_path = Path(ref)
-    if (as_path / "manifest.json").is_file():
+    if (as_path / MANIFEST).is_file():
         return as_path
     if as_path.is_absolute() or "/" in ref:
         # A path that is not a run directory (a glob of it would fail, not find nothing).

@@ -18,12 +18,13 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from iowatt.errors import StoreError
 from iowatt.store.lock import try_lock
+from iowatt.store.manifest import MANIFEST, SUMMARY, run_manifest, run_summary
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -125,8 +126,44 @@ class RunWriter:
         self._write_owner()
         return make_marked(path, self.run_id)
 
+    def finish(
+        self,
+        kind: str,
+        reason: str | None,
+        *,
+        started_ns: int,
+        seed: int | None,
+        labels: Mapping[str, str],
+        config: Mapping[str, Any],
+        summary: Mapping[str, Any],
+        clock_anchor: Sequence[int] | None = None,
+        host: Mapping[str, Any] | None = None,
+        ended_ns: int | None = None,
+        manifest_extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Writes the run's manifest.json and summary.json: the common keys from these
+        arguments (``reason`` None for a complete run), the verb's own from ``config``,
+        ``summary`` (its sections) and ``manifest_extra``. Returns the summary as written."""
+        manifest = run_manifest(
+            self.run_id,
+            kind,
+            reason,
+            started_ns,
+            seed,
+            labels,
+            config,
+            clock_anchor=clock_anchor,
+            host=host,
+            ended_ns=ended_ns,
+            extra=manifest_extra,
+        )
+        written = run_summary(self.run_id, kind, reason, summary)
+        self.write_json(MANIFEST, manifest)
+        self.write_json(SUMMARY, written)
+        return written
+
     def write_json(self, name: str, data: Mapping[str, Any]) -> None:
-        self.files[name] = (json.dumps(data, indent=2, default=str) + "\n").encode()
+        self.files[name] = _json(data)
 
     def write_table(self, name: str, table: pa.Table) -> None:
         import pyarrow as pa
@@ -203,6 +240,12 @@ class RunWriter:
         )
 
 
+def rewrite_summary(run_dir: Path, summary: Mapping[str, Any]) -> None:
+    """Replaces a committed run's summary.json with ``summary`` (read from it, then changed:
+    a meter log imported after the run), all at once."""
+    write_atomic(run_dir / SUMMARY, _json(summary))
+
+
 def created(tmp: Path) -> list[str]:
     """What the owner record in a run's temporary directory says the run created."""
     try:
@@ -253,6 +296,10 @@ def rescue_dirs() -> list[Path]:
     if os.environ.get(RESCUE_ENV):
         dirs.insert(0, Path(os.environ[RESCUE_ENV]))
     return dirs
+
+
+def _json(data: Mapping[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, default=str) + "\n").encode()
 
 
 def _write_synced(path: Path, data: bytes) -> None:

@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
     if (journal / "sweep.json").exists():
         from iowatt.sweep.journal import finalize
 
-        run_dir = finalize(journal, "incomplete", DIED, report=report)
+        run_dir = finalize(journal, DIED, report=report)
         say(f"what it measured is in {run_dir}")
     return 0 if ok else 1
 

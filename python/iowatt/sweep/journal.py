@@ -25,6 +25,7 @@ from iowatt.power import meter_map
 from iowatt.power.record import write_power_files
 from iowatt.power.recording import PowerData
 from iowatt.store.catalog import publish
+from iowatt.store.manifest import run_status
 from iowatt.store.schemas import LATENCY_SCHEMA, STEP_SCHEMA
 from iowatt.store.writer import RunWriter
 
@@ -42,7 +43,9 @@ class Journal:
         self._files: dict[str, IO[str]] = {}
 
     def begin(self, plan: Mapping[str, Any]) -> None:
-        """The sweep's plan: the manifest without its ending, the sensor channels, ``t0_ns``."""
+        """The sweep's plan: under ``manifest`` the manifest's keys known at the start
+        (``run_id``, ``started_ns``, ``clock_anchor``, ``seed``, ``labels``, ``config``,
+        ``host``), the sensor channels, ``t0_ns``."""
         (self.dir / PLAN).write_text(json.dumps(plan, default=str))
 
     def step(self, row: Mapping[str, Any], result: Mapping[str, Any]) -> None:
@@ -112,14 +115,15 @@ def read_lines(path: Path) -> Iterable[dict[str, Any]]:
 
 def recover(directory: Path) -> Path:
     """Commits the journal of a sweep whose process and guardian were both killed."""
-    return finalize(directory, "incomplete", "the sweep and its guardian were killed", report=False)
+    return finalize(directory, "the sweep and its guardian were killed", report=False)
 
 
-def finalize(directory: Path, status: str, reason: str | None, *, report: bool = True) -> Path:
-    """Turns the journal in ``directory`` (a run's temporary directory) into the committed run;
-    returns the run directory."""
+def finalize(directory: Path, reason: str | None, *, report: bool = True) -> Path:
+    """Turns the journal in ``directory`` (a run's temporary directory) into the committed run,
+    complete unless ``reason`` says why not; returns the run directory."""
     plan = json.loads((directory / PLAN).read_text())
-    run_id = plan["manifest"]["run_id"]
+    start = plan["manifest"]
+    run_id = start["run_id"]
     writer = RunWriter.resume(directory, run_id)
     t0 = plan["t0_ns"]
     steps = list(read_lines(directory / STEPS))
@@ -128,13 +132,10 @@ def finalize(directory: Path, status: str, reason: str | None, *, report: bool =
     latency = _latency_table(run_id, steps)
     curves = curve.curve_table(run_id, step_table, latency)
     data = _power_data(plan, directory)
-    manifest = {**plan["manifest"], "status": status, "reason": reason, "ended_ns": time.time_ns()}
-    docs = curve.curve_documents(curves, curve.curve_meta(manifest))
+    meta = curve.curve_meta({**start, "status": run_status(reason)})
+    docs = curve.curve_documents(curves, meta)
     summary = {
-        "run_id": run_id,
-        "status": status,
-        "reason": reason,
-        "stimulus": manifest["config"]["stimulus"],
+        "stimulus": start["config"]["stimulus"],
         "steps_measured": step_table.num_rows,
         "disks": {
             name: {
@@ -146,8 +147,17 @@ def finalize(directory: Path, status: str, reason: str | None, *, report: bool =
         },
         "watchdog": plan.get("watchdog"),
     }
-    writer.write_json("manifest.json", manifest)
-    writer.write_json("summary.json", summary)
+    writer.finish(
+        "sweep",
+        reason,
+        started_ns=start["started_ns"],
+        seed=start["seed"],
+        labels=start["labels"],
+        config=start["config"],
+        summary=summary,
+        clock_anchor=start["clock_anchor"],
+        host=start["host"],
+    )
     writer.write_table("steps.parquet", step_table)
     writer.write_table("sweep.parquet", curves)
     writer.write_table("latency.parquet", latency)

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from iowatt import __version__
 from iowatt._engine import WorkloadResult, WorkloadRun, drive, result_failure
 from iowatt.bench.summary import workload_summary
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, SafetyStop
@@ -117,10 +116,7 @@ def _run(
     finally:
         with held() as pending:
             failure = _finish(config, monitor, journal, workdirs, failure, sink, hosts)
-            ended = failure is None and crash is None and not pending
-            status = "complete" if ended else "incomplete"
-            reason = _reason(failure, crash, pending)
-            run_dir = finalize(writer.tmp, status, reason, report=config.report)
+            run_dir = finalize(writer.tmp, _reason(failure, crash, pending), report=config.report)
             guardian.done()
     if crash is not None:
         raise crash
@@ -153,14 +149,10 @@ def _plan(
     anchor: tuple[int, int],
     rec: Recording | None,
 ) -> dict[str, Any]:
+    # What the run's manifest will say that is known now: the journal outlives this process.
     manifest = {
         "run_id": run_id,
-        "kind": "sweep",
-        "status": "running",
-        "reason": None,
-        "iowatt_version": __version__,
         "started_ns": started_ns,
-        "ended_ns": None,
         "clock_anchor": list(anchor),
         "seed": config.seed,
         "labels": config.labels,

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from iowatt.hostinfo import smt_active
-from iowatt.store.manifest import run_manifest
 from iowatt.store.runs import read_summary
 from iowatt.tasks.figures import totals
 from iowatt.tasks.plan import RunSpec, TasksPlan
+
+if TYPE_CHECKING:
+    from iowatt.store.writer import RunWriter
 
 TASK_KEYS = (
     "index",
@@ -72,7 +74,7 @@ def prior_state(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
 
 
 def write_run(
-    writer: Any,
+    writer: RunWriter,
     plan: TasksPlan,
     spec: RunSpec,
     live: Any,
@@ -108,21 +110,14 @@ def write_run(
         "power": [s.describe() for s in plan.power],
         "resumed_from": Path(prior["path"]).name if prior else None,
     }
-    writer.write_json(
-        "manifest.json",
-        run_manifest(run_id, "tasks", reason, started_ns, None, labels(spec, plan), config),
-    )
-    writer.write_json(
-        "summary.json",
-        {
-            "run_id": run_id,
-            "kind": "tasks",
-            "status": "complete" if reason is None else "incomplete",
-            "tasks": row,
-            "segments": live.segments,
-            "probe": live.probe,
-            "smt": smt_active(),
-        },
+    writer.finish(
+        "tasks",
+        reason,
+        started_ns=started_ns,
+        seed=None,
+        labels=labels(spec, plan),
+        config=config,
+        summary={"tasks": row, "segments": live.segments, "probe": live.probe, "smt": smt_active()},
     )
     first = min((r["start_ns"] for r in live.records), default=time.time_ns())
     writer.write_table("tasks.parquet", _tasks_table(run_id, live.records, first, TASKS_SCHEMA, pa))
