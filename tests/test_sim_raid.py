@@ -229,6 +229,15 @@ def test_any_trace_file_gives_requests_or_one_error(tmp_path, rows):
         assert (req.t_ns[1:] >= req.t_ns[:-1]).all()
 
 
+def test_a_trace_longer_than_the_clock_holds_is_one_error(tmp_path):
+    # MSR ticks are 100 ns: 2e17 ticks apart is 634 years, past a u64 of nanoseconds.
+    path = tmp_path / "msr.csv"
+    path.write_text("0,web,0,Read,0,4096,1\n200000000000000000,web,0,Read,0,4096,1\n")
+    with pytest.raises(ConfigError, match="spans 634 years") as e:
+        load_requests(path, "combined", 1.0)
+    assert "100 ns ticks" in (e.value.hint or "")
+
+
 def test_ctrl_c_writes_the_runs_done_marked_incomplete(tmp_path):
     import os
     import select

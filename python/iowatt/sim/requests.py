@@ -74,6 +74,12 @@ def _first_line(path: Path) -> str:
 def _scaled(t_ns: npt.NDArray[Any], speedup: float) -> U64:
     t = np.asarray(t_ns, dtype=np.float64)
     t = (t - t.min()) / speedup if t.size else t
+    if t.size and t.max() >= 2.0**64:
+        raise ConfigError(
+            f"the trace spans {t.max() / 1e9 / 86400 / 365.25:,.0f} years, more than the"
+            " simulator's nanosecond clock holds (584 years)",
+            "check the unit of its time column (an MSR trace counts 100 ns ticks)",
+        )
     out = np.round(t).astype(np.uint64)
     order = np.argsort(out, kind="stable")
     if not np.array_equal(order, np.arange(out.size)):
