@@ -215,7 +215,7 @@ def lognormal_switch(g: np.random.Generator, carried: float) -> Series:
 
 
 def test_three_carried_runs_are_found_by_the_size_of_their_gap() -> None:
-    # The ground truth: three runs 40 % of the way back, found in ≥ 80 % of seeds;
+    # Known truth: three runs 40 % of the way back, found in ≥ 80 % of seeds;
     # clean switches raise a carry-over in ≤ 5 %.
     found = [
         10 in carry_over_found(analyse(lambda g: lognormal_switch(g, 0.4), seed))

@@ -197,7 +197,7 @@ class Handle(Protocol):
 
 
 class _EngineJob:
-    """An engine's job thread (``iowatt_metrics::Job`` behind the binding): the :class:`Handle`
+    """An engine's job thread (``iowatt_metrics::Handle`` behind the binding): the :class:`Handle`
     methods, passed through."""
 
     _run: _core.WorkloadRun | _core.TreeRecreate | _core.LogRead | _core.Replay | _core.ServerSim

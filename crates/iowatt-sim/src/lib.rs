@@ -9,9 +9,9 @@
 //! - [`thermal`]: compact RC networks (HotSpot style) integrated exactly over a fixed step. The
 //!   step's matrices are precomputed once per network (per fan level), so a tick is one
 //!   matrix-vector product.
-//! - [`raid`]: the storage power-policy simulator (issue 18, first step).
-//! - [`tasks`]: the task-packing simulator (issue 19, first step).
-//! - [`server`]: the server cooling simulator (issue 17) built on them.
+//! - [`raid`]: the storage power-policy simulator.
+//! - [`tasks`]: the task-packing simulator.
+//! - [`server`]: the server cooling simulator built on them.
 //! - [`mm1`]: the M/M/1 queue, the model with a known answer the core is checked against.
 
 mod linalg;

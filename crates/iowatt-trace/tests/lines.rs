@@ -153,7 +153,7 @@ fn every_line_of_logstalgias_example_log_parses() {
         .collect();
     assert!(bad.is_empty(), "{bad:?}");
     let times: Vec<i64> = records.iter().map(|r| r.as_ref().unwrap().time).collect();
-    // 22/Apr/2009 18:52:51 to 18:56:51 +1200: the 241 seconds the issue counts.
+    // 22/Apr/2009 18:52:51 to 18:56:51 +1200: the log spans 241 seconds.
     assert_eq!(
         times.iter().max().unwrap() - times.iter().min().unwrap(),
         240

@@ -1,4 +1,4 @@
-//! The storage power-policy simulator (issue 18, first step): an array of disks modelled from
+//! The storage power-policy simulator: an array of disks modelled from
 //! their datasheets ([`DiskModel`]) serving a request trace under a RAID personality — RAID-0,
 //! or RAID-0 whose idle disks spin down (LRU) — with each request's latency and completion
 //! time, each disk's energy and spin cycles, and power over time in bins. docs/sim-raid.md

@@ -1,4 +1,4 @@
-//! The task-packing simulator (issue 19, first step): a node — cores with hyper-threading,
+//! The task-packing simulator: a node — cores with hyper-threading,
 //! memory, one disk whose throughput depends on how many streams it serves — running a set of
 //! independent tasks with k of them per core, and a cluster of such nodes fed by one batch
 //! queue. Predicts the study's metrics: makespan, jobs per hour, average watts, Wh per job.
