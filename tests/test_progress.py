@@ -23,8 +23,13 @@ def _finish(tmp_path, status: str, measured_s: float) -> tuple[float, float, str
     out = io.StringIO()
     reporter = RichReporter(Console(file=out, width=120, force_terminal=False))
     reporter.workload_started(wl)
-    summary = {"status": status, "runtime_s": measured_s, "ops_s": 1000.0, "mib_s": 7.8,
-               "latency_ns": {"p99": 120_000}}  # fmt: skip
+    summary = {
+        "status": status,
+        "runtime_s": measured_s,
+        "ops_s": 1000.0,
+        "mib_s": 7.8,
+        "latency_ns": {"p99": 120_000},
+    }
     reporter.workload_finished(wl, summary)
     reporter.close()
     (task,) = reporter.bars.tasks

@@ -19,14 +19,39 @@ from support.cli import manifest, runs_in, summary
 from support.tool_output import FILEBENCH_15, run_fio
 
 MANIFEST_KEYS = [
-    "run_id", "kind", "status", "reason", "iowatt_version", "started_ns", "ended_ns",
-    "clock_anchor", "seed", "labels", "config", "host",
-]  # fmt: skip
+    "run_id",
+    "kind",
+    "status",
+    "reason",
+    "iowatt_version",
+    "started_ns",
+    "ended_ns",
+    "clock_anchor",
+    "seed",
+    "labels",
+    "config",
+    "host",
+]
 SUMMARY_KEYS = ["run_id", "kind", "status", "reason"]
 TINY = ("--runtime", "0.1s", "--filesize", "1m", "--quiet", "--no-report")
-SWEEP = ("--stimulus", "frequency", "--steps", "300", "--allow-boot-disk", "--size", "1m",
-         "--driver", "cmd", "--settle", "0.1s", "--hold", "0.2s", "--iosize", "64k",
-         "--no-report")  # fmt: skip
+SWEEP = (
+    "--stimulus",
+    "frequency",
+    "--steps",
+    "300",
+    "--allow-boot-disk",
+    "--size",
+    "1m",
+    "--driver",
+    "cmd",
+    "--settle",
+    "0.1s",
+    "--hold",
+    "0.2s",
+    "--iosize",
+    "64k",
+    "--no-report",
+)
 
 Make = Callable[[pytest.CaptureFixture[str], Path, Path], None]
 
@@ -43,8 +68,18 @@ def _target(tmp_path: Path) -> Path:
 
 
 def bench(capsys, tmp_path, results):
-    _ok(capsys, "bench", "randomread", *TINY, "--target", _target(tmp_path), "--results", results,
-        "--label", "env=lab")  # fmt: skip
+    _ok(
+        capsys,
+        "bench",
+        "randomread",
+        *TINY,
+        "--target",
+        _target(tmp_path),
+        "--results",
+        results,
+        "--label",
+        "env=lab",
+    )
 
 
 def campaign(capsys, tmp_path, results):
@@ -53,36 +88,80 @@ def campaign(capsys, tmp_path, results):
         'name = "kinds"\nrepetitions = 1\n[defaults]\nruntime = "0.1s"\nfilesize = "1m"\n'
         '[[workload]]\nrun = "randomread"\n[[env]]\nname = "a"\n'
     )
-    _ok(capsys, "campaign", plan, "--target", _target(tmp_path), "--results", results,
-        "--no-report", "-q")  # fmt: skip
+    _ok(
+        capsys,
+        "campaign",
+        plan,
+        "--target",
+        _target(tmp_path),
+        "--results",
+        results,
+        "--no-report",
+        "-q",
+    )
 
 
 def fleet(capsys, tmp_path, results):
-    _ok(capsys, "bench", "randomread", *TINY, "--target", _target(tmp_path), "--cluster",
-        "local:1", "--results", results)  # fmt: skip
+    _ok(
+        capsys,
+        "bench",
+        "randomread",
+        *TINY,
+        "--target",
+        _target(tmp_path),
+        "--cluster",
+        "local:1",
+        "--results",
+        results,
+    )
 
 
 def sweep(capsys, tmp_path, results):
     target = _target(tmp_path)
     _ok(capsys, "sweep", *SWEEP, "--disk", target, "--set", "true {value}", "--results", results)
     # A step that fails ends the sweep: its run is written incomplete, with the reason.
-    r = cli(capsys, "sweep", *SWEEP, "--disk", target, "--set", "false {value}",
-            "--results", results)  # fmt: skip
+    r = cli(
+        capsys, "sweep", *SWEEP, "--disk", target, "--set", "false {value}", "--results", results
+    )
     assert r.code != 0 and "`false 300` exited with 1" in r.err, r.err
 
 
 def replay(capsys, tmp_path, results):
     log = tmp_path / "web.log"
-    _ok(capsys, "trace", "generate", "-o", log, "--duration", "1m", "--rate", "2", "--seed", "1",
-        "-q")  # fmt: skip
+    _ok(
+        capsys,
+        "trace",
+        "generate",
+        "-o",
+        log,
+        "--duration",
+        "1m",
+        "--rate",
+        "2",
+        "--seed",
+        "1",
+        "-q",
+    )
     with _http_server(tmp_path) as url:
-        _ok(capsys, "replay", log, "--target", url, "--speedup", "300", "--no-report", "-q",
-            "--results", results)  # fmt: skip
+        _ok(
+            capsys,
+            "replay",
+            log,
+            "--target",
+            url,
+            "--speedup",
+            "300",
+            "--no-report",
+            "-q",
+            "--results",
+            results,
+        )
 
 
 def import_fio(capsys, tmp_path, results):
-    out = run_fio(tmp_path, "json+", "randread", extra=("--runtime=200ms", "--time_based"),
-                  size="1m")  # fmt: skip
+    out = run_fio(
+        tmp_path, "json+", "randread", extra=("--runtime=200ms", "--time_based"), size="1m"
+    )
     _ok(capsys, "import", out, "--results", results)
 
 
@@ -93,39 +172,107 @@ def import_filebench(capsys, tmp_path, results):
 
 
 def power(capsys, tmp_path, results):
-    _ok(capsys, "power", "record", "--results", results, "--no-report", "--source",
-        "cmd:command=echo 5", "--hz", "50", "--", "sleep", "0.3")  # fmt: skip
+    _ok(
+        capsys,
+        "power",
+        "record",
+        "--results",
+        results,
+        "--no-report",
+        "--source",
+        "cmd:command=echo 5",
+        "--hz",
+        "50",
+        "--",
+        "sleep",
+        "0.3",
+    )
     # A meter log imported afterwards rewrites the summary: its common keys stay.
     (run,) = runs_in(results)
     start = manifest(run)["started_ns"] / 1e9
     log, table = tmp_path / "wall.csv", tmp_path / "wall.toml"
     table.write_text('[watts]\nwall = "W"\n')
     log.write_text("time,W\n" + "".join(f"{start + i / 20:.3f},230\n" for i in range(40)))
-    _ok(capsys, "power", "import", run, "--source", f"meter:name=wall,path={log},map={table}",
-        "--results", results)  # fmt: skip
+    _ok(
+        capsys,
+        "power",
+        "import",
+        run,
+        "--source",
+        f"meter:name=wall,path={log},map={table}",
+        "--results",
+        results,
+    )
     assert "wall/wall" in summary(run)["power"]["work"]
 
 
 def sim_server(capsys, tmp_path, results):
-    _ok(capsys, "sim", "server", "--workloads", "W4", "--policies", "DLB", "--no-report",
-        "--json", "--results", results)  # fmt: skip
+    _ok(
+        capsys,
+        "sim",
+        "server",
+        "--workloads",
+        "W4",
+        "--policies",
+        "DLB",
+        "--no-report",
+        "--json",
+        "--results",
+        results,
+    )
 
 
 def sim_raid(capsys, tmp_path, results):
     log = tmp_path / "day.log"
     _ok(capsys, "trace", "generate", "-o", log, "--duration", "1h", "--rate", "0.5", "-q")
-    _ok(capsys, "sim", "raid", log, "--personalities", "raid0", "--no-report", "--json",
-        "--results", results)  # fmt: skip
+    _ok(
+        capsys,
+        "sim",
+        "raid",
+        log,
+        "--personalities",
+        "raid0",
+        "--no-report",
+        "--json",
+        "--results",
+        results,
+    )
 
 
 def sim_tasks(capsys, tmp_path, results):
-    _ok(capsys, "sim", "tasks", "io", "--disk", "hdd", "--per-core", "1", "--json", "--results",
-        results)  # fmt: skip
+    _ok(
+        capsys,
+        "sim",
+        "tasks",
+        "io",
+        "--disk",
+        "hdd",
+        "--per-core",
+        "1",
+        "--json",
+        "--results",
+        results,
+    )
 
 
 def sim_grid(capsys, tmp_path, results):
-    _ok(capsys, "sim", "tasks", "io", "--disk", "hdd", "--per-core", "1", "--grid",
-        "node.ht_gain=0,0.5", "--cluster", "local:1", "--json", "--results", results)  # fmt: skip
+    _ok(
+        capsys,
+        "sim",
+        "tasks",
+        "io",
+        "--disk",
+        "hdd",
+        "--per-core",
+        "1",
+        "--grid",
+        "node.ht_gain=0,0.5",
+        "--cluster",
+        "local:1",
+        "--json",
+        "--results",
+        results,
+    )
 
 
 def tasks(capsys, tmp_path, results):
@@ -134,8 +281,21 @@ def tasks(capsys, tmp_path, results):
         '[types.nap]\ncommand = "true"\n[sets]\nnaps = { repeat = 1, tasks = ["nap"] }\n'
     )
     data.mkdir()
-    _ok(capsys, "tasks", plan, "--per-core", "1", "--cores", "1", "--data", f"hdd={data}",
-        "--results", results, "--json", "--quiet")  # fmt: skip
+    _ok(
+        capsys,
+        "tasks",
+        plan,
+        "--per-core",
+        "1",
+        "--cores",
+        "1",
+        "--data",
+        f"hdd={data}",
+        "--results",
+        results,
+        "--json",
+        "--quiet",
+    )
 
 
 @contextmanager
