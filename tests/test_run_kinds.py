@@ -35,29 +35,16 @@ MANIFEST_KEYS = [
 SUMMARY_KEYS = ["run_id", "kind", "status", "reason"]
 TINY = ("--runtime", "0.1s", "--filesize", "1m", "--quiet", "--no-report")
 SWEEP = (
-    "--stimulus",
-    "frequency",
-    "--steps",
-    "300",
-    "--allow-boot-disk",
-    "--size",
-    "1m",
-    "--driver",
-    "cmd",
-    "--settle",
-    "0.1s",
-    "--hold",
-    "0.2s",
-    "--iosize",
-    "64k",
-    "--no-report",
+    "sweep --stimulus frequency --steps 300 --allow-boot-disk --size 1m --driver cmd"
+    " --settle 0.1s --hold 0.2s --iosize 64k --no-report"
 )
 
 Make = Callable[[pytest.CaptureFixture[str], Path, Path], None]
 
 
-def _ok(capsys: pytest.CaptureFixture[str], *args: str | Path) -> None:
-    r = cli(capsys, *args)
+def _ok(capsys: pytest.CaptureFixture[str], words: str, *args: str | Path) -> None:
+    """Runs ``iowatt`` with ``words`` (split at spaces), then ``args``; it must succeed."""
+    r = cli(capsys, *words.split(), *args)
     assert r.code == 0, r.err
 
 
@@ -68,18 +55,8 @@ def _target(tmp_path: Path) -> Path:
 
 
 def bench(capsys, tmp_path, results):
-    _ok(
-        capsys,
-        "bench",
-        "randomread",
-        *TINY,
-        "--target",
-        _target(tmp_path),
-        "--results",
-        results,
-        "--label",
-        "env=lab",
-    )
+    target = _target(tmp_path)
+    _ok(capsys, "bench randomread --label env=lab", *TINY, "--target", target, "--results", results)
 
 
 def campaign(capsys, tmp_path, results):
@@ -88,74 +65,31 @@ def campaign(capsys, tmp_path, results):
         'name = "kinds"\nrepetitions = 1\n[defaults]\nruntime = "0.1s"\nfilesize = "1m"\n'
         '[[workload]]\nrun = "randomread"\n[[env]]\nname = "a"\n'
     )
-    _ok(
-        capsys,
-        "campaign",
-        plan,
-        "--target",
-        _target(tmp_path),
-        "--results",
-        results,
-        "--no-report",
-        "-q",
-    )
+    target = _target(tmp_path)
+    _ok(capsys, "campaign --no-report -q", plan, "--target", target, "--results", results)
 
 
 def fleet(capsys, tmp_path, results):
-    _ok(
-        capsys,
-        "bench",
-        "randomread",
-        *TINY,
-        "--target",
-        _target(tmp_path),
-        "--cluster",
-        "local:1",
-        "--results",
-        results,
-    )
+    target = _target(tmp_path)
+    words = "bench randomread --cluster local:1"
+    _ok(capsys, words, *TINY, "--target", target, "--results", results)
 
 
 def sweep(capsys, tmp_path, results):
     target = _target(tmp_path)
-    _ok(capsys, "sweep", *SWEEP, "--disk", target, "--set", "true {value}", "--results", results)
+    _ok(capsys, SWEEP, "--disk", target, "--set", "true {value}", "--results", results)
     # A step that fails ends the sweep: its run is written incomplete, with the reason.
-    r = cli(
-        capsys, "sweep", *SWEEP, "--disk", target, "--set", "false {value}", "--results", results
-    )
+    failing = ("--disk", target, "--set", "false {value}", "--results", results)
+    r = cli(capsys, *SWEEP.split(), *failing)
     assert r.code != 0 and "`false 300` exited with 1" in r.err, r.err
 
 
 def replay(capsys, tmp_path, results):
     log = tmp_path / "web.log"
-    _ok(
-        capsys,
-        "trace",
-        "generate",
-        "-o",
-        log,
-        "--duration",
-        "1m",
-        "--rate",
-        "2",
-        "--seed",
-        "1",
-        "-q",
-    )
+    _ok(capsys, "trace generate --duration 1m --rate 2 --seed 1 -q -o", log)
     with _http_server(tmp_path) as url:
-        _ok(
-            capsys,
-            "replay",
-            log,
-            "--target",
-            url,
-            "--speedup",
-            "300",
-            "--no-report",
-            "-q",
-            "--results",
-            results,
-        )
+        words = "replay --speedup 300 --no-report -q"
+        _ok(capsys, words, log, "--target", url, "--results", results)
 
 
 def import_fio(capsys, tmp_path, results):
@@ -172,107 +106,36 @@ def import_filebench(capsys, tmp_path, results):
 
 
 def power(capsys, tmp_path, results):
-    _ok(
-        capsys,
-        "power",
-        "record",
-        "--results",
-        results,
-        "--no-report",
-        "--source",
-        "cmd:command=echo 5",
-        "--hz",
-        "50",
-        "--",
-        "sleep",
-        "0.3",
-    )
+    words = "power record --no-report --hz 50 --results"
+    _ok(capsys, words, results, "--source", "cmd:command=echo 5", "--", "sleep", "0.3")
     # A meter log imported afterwards rewrites the summary: its common keys stay.
     (run,) = runs_in(results)
     start = manifest(run)["started_ns"] / 1e9
     log, table = tmp_path / "wall.csv", tmp_path / "wall.toml"
     table.write_text('[watts]\nwall = "W"\n')
     log.write_text("time,W\n" + "".join(f"{start + i / 20:.3f},230\n" for i in range(40)))
-    _ok(
-        capsys,
-        "power",
-        "import",
-        run,
-        "--source",
-        f"meter:name=wall,path={log},map={table}",
-        "--results",
-        results,
-    )
+    meter = f"meter:name=wall,path={log},map={table}"
+    _ok(capsys, "power import", run, "--source", meter, "--results", results)
     assert "wall/wall" in summary(run)["power"]["work"]
 
 
 def sim_server(capsys, tmp_path, results):
-    _ok(
-        capsys,
-        "sim",
-        "server",
-        "--workloads",
-        "W4",
-        "--policies",
-        "DLB",
-        "--no-report",
-        "--json",
-        "--results",
-        results,
-    )
+    _ok(capsys, "sim server --workloads W4 --policies DLB --no-report --json --results", results)
 
 
 def sim_raid(capsys, tmp_path, results):
     log = tmp_path / "day.log"
-    _ok(capsys, "trace", "generate", "-o", log, "--duration", "1h", "--rate", "0.5", "-q")
-    _ok(
-        capsys,
-        "sim",
-        "raid",
-        log,
-        "--personalities",
-        "raid0",
-        "--no-report",
-        "--json",
-        "--results",
-        results,
-    )
+    _ok(capsys, "trace generate --duration 1h --rate 0.5 -q -o", log)
+    _ok(capsys, "sim raid --personalities raid0 --no-report --json", log, "--results", results)
 
 
 def sim_tasks(capsys, tmp_path, results):
-    _ok(
-        capsys,
-        "sim",
-        "tasks",
-        "io",
-        "--disk",
-        "hdd",
-        "--per-core",
-        "1",
-        "--json",
-        "--results",
-        results,
-    )
+    _ok(capsys, "sim tasks io --disk hdd --per-core 1 --json --results", results)
 
 
 def sim_grid(capsys, tmp_path, results):
-    _ok(
-        capsys,
-        "sim",
-        "tasks",
-        "io",
-        "--disk",
-        "hdd",
-        "--per-core",
-        "1",
-        "--grid",
-        "node.ht_gain=0,0.5",
-        "--cluster",
-        "local:1",
-        "--json",
-        "--results",
-        results,
-    )
+    grid = "--grid node.ht_gain=0,0.5 --cluster local:1"
+    _ok(capsys, f"sim tasks io --disk hdd --per-core 1 {grid} --json --results", results)
 
 
 def tasks(capsys, tmp_path, results):
@@ -281,21 +144,8 @@ def tasks(capsys, tmp_path, results):
         '[types.nap]\ncommand = "true"\n[sets]\nnaps = { repeat = 1, tasks = ["nap"] }\n'
     )
     data.mkdir()
-    _ok(
-        capsys,
-        "tasks",
-        plan,
-        "--per-core",
-        "1",
-        "--cores",
-        "1",
-        "--data",
-        f"hdd={data}",
-        "--results",
-        results,
-        "--json",
-        "--quiet",
-    )
+    words = "tasks --per-core 1 --cores 1 --json --quiet"
+    _ok(capsys, words, plan, "--data", f"hdd={data}", "--results", results)
 
 
 @contextmanager
