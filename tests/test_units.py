@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from iowatt.errors import ConfigError
-from iowatt.units import format_bytes, format_rate, parse_duration, parse_size
+from iowatt.units import format_bytes, format_joules, format_rate, parse_duration, parse_size
 
 
 def test_sizes_are_powers_of_1024_and_errors_name_the_option():
@@ -100,3 +100,12 @@ def test_parse_list_gives_items_or_one_config_error(text):
         assert e.message.startswith("--workloads") and "\n" not in e.message
     else:
         assert items and len(items) == len(set(items)) and all(i.strip() == i for i in items)
+
+
+@pytest.mark.parametrize(
+    ("joules", "text"),
+    [(-1e-9, "0 J"), (0.0, "0 J"), (-0.0125, "-12.5 mJ"), (1250.0, "1.25 kJ"), (None, "–")],
+)
+def test_format_joules_signs_only_what_it_shows(joules, text):
+    # An energy above idle that is a rounding error below zero prints as 0, not -0.
+    assert format_joules(joules) == text

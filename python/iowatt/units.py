@@ -184,7 +184,7 @@ def _si(value: float | None, unit: str) -> str:
     for scale, prefix in ((1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ")):
         if float(f"{x:.3g}") >= scale:
             return f"{sign}{_three_digits(x / scale)} {prefix}{unit}"
-    return f"{sign}0 {unit}"
+    return f"0 {unit}"  # a value that rounds to nothing has no sign: "-0 J" reads as a fault
 
 
 def parse_pairs(items: Iterable[str], option: str, example: str) -> dict[str, str]:
