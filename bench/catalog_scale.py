@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from iowatt.histogram import heat_bands
 from iowatt.store.catalog import refresh
 from iowatt.store.schemas import INTERVAL_SCHEMA, LATENCY_SCHEMA
 
@@ -77,6 +78,9 @@ def write_run(results: Path, i: int, seconds: int, rng: np.random.Generator) -> 
             lat_cols["value_ns"] += values.tolist()
             lat_cols["count"] += counts.tolist()
         per_s = rng.poisson(ops_s, size=seconds)
+        # Each second's operations spread over the heatmap's bands as the whole run's are.
+        share = np.asarray(heat_bands(values, counts), dtype=float)
+        share /= share.sum()
         for t, n in enumerate(per_s.tolist()):
             iv_cols["run_id"].append(run_id)
             iv_cols["workload"].append(name)
@@ -91,6 +95,7 @@ def write_run(results: Path, i: int, seconds: int, rng: np.random.Generator) -> 
             iv_cols["mib_s"].append(n * 8192 / 2**20)
             iv_cols["slow_ns"].append([100_000_000, 200_000_000])
             iv_cols["slow_ops"].append([n // 50, n // 200])
+            iv_cols["heat_ops"].append(np.round(share * n).astype(np.int64).tolist())
         latency = {"p50": int(values[len(values) // 2]), "p99": int(values[-5]),
                    "max": int(values[-1])}  # fmt: skip
         summaries[name] = {"ops": ops, "ops_s": ops_s, "mib_s": ops_s * 8192 / 2**20, "errors": 0,
