@@ -12,16 +12,17 @@ effect"). Given the runs of one workload in time order, each labelled with its e
 - **oscillation**: within one environment, a negative lag-1 autocorrelation, tested one-sided by
   permutation (runs are exchangeable when the system is at equilibrium).
 - **carry-over**: at a switch of environment, the first runs of the new block stay toward the
-  previous environment's level. The statistic is the size of that gap: for a step after the
-  first k ≥ 2 runs, the *least* displaced of those k runs, toward the previous level, in robust
-  standard deviations (1.4826 · MAD) of the runs after them; the largest over k. Its null is the
-  same statistic on blocks of independent normal runs (it does not depend on their mean or
-  spread, so one Monte Carlo sample per block length serves every series). A rank or
-  permutation test of one block cannot do this: with ten runs, three displaced runs are at best
-  1 in C(10, 3) = 120 of the orderings, short of any family-wise level. Requiring two runs
-  keeps one disturbed first run from passing for carry-over. The number of runs carried is the
-  least-squares single change point toward that level (Hinkley, 1970), extended over any
-  further runs still clearly off the block's settled level.
+  previous environment's level. The statistic is the size of that gap: for a lead of the first
+  k = 2 … 4 runs (at least five left after them), each lead run's distance toward the previous
+  level from the median of the runs after it, in their standard deviations, clipped at 4 (so
+  one disturbed run cannot pass for a carried lead), summed and divided by √k; the largest over
+  k. Its null is the same statistic on blocks of independent normal runs (it does not depend on
+  their mean or spread, so one seeded Monte Carlo sample per block length serves every
+  series). A rank or permutation test of one block cannot do this: with ten runs, three
+  displaced runs are at best 1 in C(10, 3) = 120 of the orderings, short of any family-wise
+  level. Requiring two runs keeps one disturbed first run from passing for carry-over. The
+  number of runs carried is the least-squares single change point toward that level (Hinkley,
+  1970), extended over any further runs still clearly off the block's settled level.
 
 Trend and oscillation are tested within an environment: in an interleaved A B A B series runs
 alternate because environments differ, which is the design working, not an oscillation.
