@@ -1,0 +1,124 @@
+"""What every bench/ script shares so that CI can run it in seconds and read its result: the
+``--smoke`` flag, the peer lookup that lets a script go on without its peer, the ``ratio:``
+lines the runner (``smoke.py``) looks for, and the alternating order of the tools.
+
+A smoke run proves the script still works end to end, not that a figure is right: it uses sizes
+small enough to finish in seconds, so its ratios are not to be quoted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+T = TypeVar("T")
+
+RATIO_PREFIX = "ratio: "
+_UNSET = object()
+
+
+def fail(message: str, hint: str) -> None:
+    """One refusal on stderr, exit 2, as iowatt's own CLI refuses bad input."""
+    print(f"error: {message}", file=sys.stderr)
+    print(f"hint: {hint}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def parse(
+    parser: argparse.ArgumentParser, small: dict[str, Any], argv: Sequence[str] | None = None
+) -> argparse.Namespace:
+    """Parse with a ``--smoke`` flag that sets each option of ``small`` (by dest) to its value.
+
+    An option given together with ``--smoke`` that the smoke mode would override is refused
+    rather than silently replaced, so nobody reads a smoke figure as the size they asked for.
+    """
+    parser.add_argument(
+        "--smoke", action="store_true", help="seconds, small sizes: a check that it runs, for CI"
+    )
+    args = parser.parse_args(argv)
+    if not args.smoke:
+        return args
+    # Parsing again with the defaults set to a marker finds what was given on the command line,
+    # abbreviations and --opt=value included.
+    saved = {dest: parser.get_default(dest) for dest in small}
+    parser.set_defaults(**dict.fromkeys(small, _UNSET))
+    given = parser.parse_args(argv)
+    parser.set_defaults(**saved)
+    for dest, value in small.items():
+        if getattr(given, dest) is not _UNSET:
+            option = _option_of(parser, dest)
+            fail(
+                f"`--smoke` sets `{option}` itself; `{option} {getattr(given, dest)}` conflicts",
+                f"drop `{option}` for a smoke run, or drop `--smoke` for a measured one",
+            )
+        setattr(args, dest, value)
+    return args
+
+
+def _option_of(parser: argparse.ArgumentParser, dest: str) -> str:
+    for action in parser._actions:
+        if action.dest == dest and action.option_strings:
+            return max(action.option_strings, key=len)
+    return dest
+
+
+def peer(name: str, path: str | Path | None = None) -> str | None:
+    """The peer's executable, or None after printing ``peer missing: NAME``.
+
+    A named ``path`` must be an executable file: a wrong path is a mistake to point out, not a
+    missing peer to skip.
+    """
+    if path is not None:
+        p = Path(path)
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            fail(
+                f"`{path}` is not an executable file ({name})",
+                f"pass the {name} binary itself, e.g. PREFIX/bin/{name}",
+            )
+        return str(p)
+    found = shutil.which(name)
+    if found is None:
+        print(f"peer missing: {name}", flush=True)
+    return found
+
+
+def python_peer(module: str) -> bool:
+    """Whether a Python package the script compares with imports; says so when it does not."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        print(f"peer missing: {module}", flush=True)
+        return False
+    return True
+
+
+def ratio_line(
+    label: str,
+    value: float | None,
+    goal: str,
+    missing: str | None = None,
+    file: TextIO | None = None,
+) -> None:
+    """Print ``ratio: LABEL = VALUE (goal GOAL)``; the runner requires one per script.
+
+    ``missing`` names the peer whose absence leaves no value; any other absent value prints
+    ``n/a (no figure)``, which the runner counts as a failure.
+    """
+    if value is not None:
+        shown = f"{value:.3g}"
+    elif missing is not None:
+        shown = f"n/a (peer missing: {missing})"
+    else:
+        shown = "n/a (no figure)"
+    print(f"{RATIO_PREFIX}{label} = {shown} (goal {goal})", file=file or sys.stdout, flush=True)
+
+
+def alternate(rep: int, sides: Sequence[T]) -> list[T]:
+    """The sides in the order of repeat ``rep``: as given on even repeats, reversed on odd, so
+    a slow drift of the machine favours neither tool."""
+    return list(sides) if rep % 2 == 0 else list(reversed(sides))
