@@ -5,9 +5,10 @@ Usage::
 
     python bench/startup.py                  # 10 runs of each command
     python bench/startup.py --runs 20 --json-out /tmp/startup.json
+    python bench/startup.py --smoke          # 2 runs each, a check that it works
 
-Times with hyperfine (Debian package ``hyperfine``), in one run, each as a fresh process the way
-a user runs them:
+Times with hyperfine (Debian package ``hyperfine``; a plain loop where it is missing), in one
+run, each as a fresh process the way a user runs them:
 
 - ``iowatt --version`` beside ``python -c pass`` (the interpreter's own start on this machine);
 - ``iowatt runs`` on a catalog of 100 synthetic bench runs (bench/catalog_scale.py writes them);
@@ -28,8 +29,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+from _smoke import parse, peer, ratio_line
 from catalog_scale import build
 from side_by_side import fmt, render_table
 
@@ -37,9 +40,22 @@ BENCH = "bench randomread --runtime 1s --filesize 64m --seed 1 --quiet"
 GOALS = {"version": 0.150, "report overhead": 0.5, "no-report overhead": 0.3}
 
 
-def hyperfine(commands: dict[str, str], runs: int, out: Path) -> dict[str, list[float]]:
-    """Each command's wall times in seconds, measured by hyperfine in one invocation."""
-    args = ["hyperfine", "-N", "--warmup", "2", "--runs", str(runs), "--export-json", str(out)]
+def hyperfine(
+    commands: dict[str, str], runs: int, out: Path, tool: str | None
+) -> dict[str, list[float]]:
+    """Each command's wall times in seconds, measured by hyperfine in one invocation, or by a
+    plain loop (after the same warm-up runs) where hyperfine is missing."""
+    if tool is None:
+        times: dict[str, list[float]] = {}
+        for name, cmd in commands.items():
+            times[name] = []
+            for n in range(2 + runs):
+                t = time.perf_counter()
+                subprocess.run(cmd.split(), check=True, stdout=subprocess.DEVNULL)
+                if n >= 2:
+                    times[name].append(time.perf_counter() - t)
+        return times
+    args = [tool, "-N", "--warmup", "2", "--runs", str(runs), "--export-json", str(out)]
     for name, cmd in commands.items():
         args += ["--command-name", name, cmd]
     subprocess.run(args, check=True, stdout=sys.stderr)
@@ -64,15 +80,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10, help="timed runs per command")
     ap.add_argument("--json-out", type=Path, help="write the figures here as JSON")
-    args = ap.parse_args()
-    if shutil.which("hyperfine") is None:
-        sys.exit("hyperfine is not installed: apt-get install hyperfine")
+    args = parse(ap, {"runs": 2})
+    tool = peer("hyperfine")
     iowatt = shutil.which("iowatt")
     if iowatt is None:
         sys.exit("iowatt is not installed: pip install .")
     with tempfile.TemporaryDirectory(prefix="iowatt-startup-") as tmp:
         root = Path(tmp)
-        build(root / "catalog", 100, 3)
+        build(root / "catalog", 20 if args.smoke else 100, 3)
         target = root / "target"
         target.mkdir()
         res = {k: root / f"results-{k}" for k in ("report", "no-report")}
@@ -87,6 +102,7 @@ def main() -> None:
             },
             args.runs,
             root / "hyperfine.json",
+            tool,
         )
         engine = {k: engine_seconds(v) for k, v in res.items()}
     figures = {k: statistics.median(v) for k, v in times.items()}
@@ -101,6 +117,14 @@ def main() -> None:
         goal = GOALS.get(name)
         rows.append([name, fmt(value, 3), "" if goal is None else f"≤ {goal:g}"])
     print("\n".join(render_table(rows, {1, 2})))
+    # The peers here are the interpreter and the goals, not another tool.
+    ratio_line(
+        "iowatt --version / python -c pass",
+        figures["version"] / figures["python"],
+        "none: the floor",
+    )
+    for name, goal in GOALS.items():
+        ratio_line(f"{name} / {goal:g} s", figures[name] / goal, "≤ 1")
     if args.json_out:
         args.json_out.write_text(json.dumps({"times": times, "figures": figures}, indent=2))
 
