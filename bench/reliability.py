@@ -5,6 +5,7 @@ Usage::
 
     python bench/reliability.py                   # N = 2, 8, 32 concurrent benches, 3 rounds
     python bench/reliability.py --n 8 --rounds 1
+    python bench/reliability.py --smoke           # N = 2, 1 round, a check that it works
 
 For each N it starts N ``iowatt bench randomread`` processes at once (0.5 s measured, 2 MiB file,
 ``--no-report``), each its own process as a user would run them, into one fresh results
@@ -34,6 +35,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _smoke import parse, ratio_line
+
+RUN_S = 0.5  # each bench's measured time, as the driver below sets it
 
 DRIVER = r"""
 import json, sys, time
@@ -109,10 +114,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", default="2,8,32", help="concurrent benches per round (list)")
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = parse(parser, {"n": "2", "rounds": 1})
     print(f"{'N':>4} {'round':>5} {'lost':>5} {'failed':>6} {'catalog median':>15} "
           f"{'p95':>8} {'max':>8} {'batched':>8}")  # fmt: skip
     for n in (int(x) for x in args.n.split(",")):
+        medians: list[float] = []
+        lost = 0
         for r in range(args.rounds):
             workdir = Path(tempfile.mkdtemp(prefix="iowatt-reliability-"))
             try:
@@ -122,6 +129,11 @@ def main() -> None:
             print(f"{n:>4} {r + 1:>5} {got['lost']:>5} {got['failed']:>6} "
                   f"{got['median_s'] * 1000:>12.0f} ms {got['p95_s'] * 1000:>5.0f} ms "
                   f"{got['max_s'] * 1000:>5.0f} ms {got['batched']:>8}")  # fmt: skip
+            medians.append(got["median_s"])
+            lost += got["lost"] + got["failed"]
+        # No peer: the catalog's cost is weighed against the run's own length.
+        ratio_line(f"catalog median / {RUN_S:g} s run at N={n}", max(medians) / RUN_S, "≪ 1")
+        ratio_line(f"runs lost or failed / started at N={n}", lost / (n * args.rounds), "0")
 
 
 if __name__ == "__main__":
