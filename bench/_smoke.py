@@ -30,12 +30,17 @@ def fail(message: str, hint: str) -> None:
 
 
 def parse(
-    parser: argparse.ArgumentParser, small: dict[str, Any], argv: Sequence[str] | None = None
+    parser: argparse.ArgumentParser,
+    small: dict[str, Any],
+    argv: Sequence[str] | None = None,
+    narrow: dict[str, Any] | None = None,
 ) -> argparse.Namespace:
-    """Parse with a ``--smoke`` flag that sets each option of ``small`` (by dest) to its value.
+    """Parse with a ``--smoke`` flag that sets each option of ``small`` (by dest) to its value,
+    and each of ``narrow`` unless it was given.
 
-    An option given together with ``--smoke`` that the smoke mode would override is refused
-    rather than silently replaced, so nobody reads a smoke figure as the size they asked for.
+    An option of ``small`` given together with ``--smoke`` is refused rather than silently
+    replaced, so nobody reads a smoke figure as the size they asked for; ``narrow`` is for
+    choices (which targets, which jobs) a smoke run may keep.
     """
     parser.add_argument(
         "--smoke", action="store_true", help="seconds, small sizes: a check that it runs, for CI"
@@ -45,10 +50,14 @@ def parse(
         return args
     # Parsing again with the defaults set to a marker finds what was given on the command line,
     # abbreviations and --opt=value included.
-    saved = {dest: parser.get_default(dest) for dest in small}
-    parser.set_defaults(**dict.fromkeys(small, _UNSET))
+    narrow = narrow or {}
+    saved = {dest: parser.get_default(dest) for dest in (*small, *narrow)}
+    parser.set_defaults(**dict.fromkeys(saved, _UNSET))
     given = parser.parse_args(argv)
     parser.set_defaults(**saved)
+    for dest, value in narrow.items():
+        if getattr(given, dest) is _UNSET:
+            setattr(args, dest, value)
     for dest, value in small.items():
         if getattr(given, dest) is not _UNSET:
             option = _option_of(parser, dest)

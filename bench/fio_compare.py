@@ -6,6 +6,7 @@ Usage::
     python bench/fio_compare.py                      # defaults: 1 GiB, 10 s, 3 reps, all jobs
     python bench/fio_compare.py --runtime 3 --reps 3 --jobs a,b --targets shm
     python bench/fio_compare.py --json-out /tmp/fio_compare.json
+    python bench/fio_compare.py --smoke              # 16 MiB, 1 s, 2 reps, jobs a,b on shm
 
 Jobs (each on every target: ``shm`` = a file in /dev/shm, tmpfs, always buffered;
 ``disk`` = a file under /var/tmp on the root file system):
@@ -21,9 +22,9 @@ runtime, direct/buffered). fio lays its file out once per target before the meas
 job so fio writes every block: a write job would only fallocate the file, and ext4 answers
 reads of unwritten extents with zeros without touching the device. iowatt lays out and
 deletes its own file in each run (also not timed). Both tools drop the file's page cache
-when a run starts. The runs are interleaved -- fio, iowatt, fio, iowatt, ... -- so slow
-drifts of this noisy VM (neighbours, host page cache) hit both tools alike, and every
-figure is the median over the reps, with the IOPS min-max shown to expose the noise.
+when a run starts. The runs are interleaved, the order swapped every rep -- fio, iowatt,
+iowatt, fio, ... -- so slow drifts of this noisy VM (neighbours, host page cache) hit both
+tools alike, and every figure is the median over the reps, with the IOPS min-max shown to expose the noise.
 iowatt's ``summary.json`` carries a ``fio`` section with exactly fio's JSON shape
 (``jobs[0]``), so one parser reads both tools.
 
@@ -52,6 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _smoke import alternate, parse, ratio_line
 from side_by_side import fmt, median_of, ratio, render_table, tail
 
 TOOLS = ("fio", "iowatt")
@@ -389,7 +391,7 @@ def run_all(settings: Settings, meta: dict[str, Any]) -> list[Rep]:
                 layout(settings, directory)
                 for job in settings.jobs:
                     for rep in range(settings.reps):
-                        for tool in TOOLS:  # interleaved: fio, iowatt, fio, iowatt, ...
+                        for tool in alternate(rep, TOOLS):
                             reps.append(
                                 measure(settings, job, target, directory, tool, rep, results)
                             )
@@ -481,7 +483,7 @@ def ratio_table(groups: list[tuple[str, Job, Summary, Summary]]) -> list[str]:
 def report(settings: Settings, meta: dict[str, Any], reps: list[Rep]) -> str:
     groups = grouped(settings, reps)
     lines = [
-        "fio vs iowatt, interleaved (fio, iowatt, fio, ...), medians over reps",
+        "fio vs iowatt, interleaved (fio first in odd reps, iowatt in even), medians over reps",
         f"machine: nproc={meta['nproc']} kernel={meta['kernel']}",
         f"fio: {meta['fio_version']}   iowatt: {meta['iowatt_version']}",
         f"runtime={settings.runtime}s  size={settings.size}  reps={settings.reps}  "
@@ -554,7 +556,7 @@ def parse_args(argv: list[str] | None) -> Settings:
     p.add_argument("--shm-dir", type=Path, default=DEFAULT_TARGETS["shm"], help="tmpfs parent")
     p.add_argument("--disk-dir", type=Path, default=DEFAULT_TARGETS["disk"], help="disk parent")
     p.add_argument("--json-out", type=Path, help="write the raw per-rep numbers here")
-    a = p.parse_args(argv)
+    a = parse(p, {"size": "16m", "runtime": 1, "reps": 2}, argv, {"targets": "shm", "jobs": "a,b"})
     try:
         targets = parse_list(a.targets, set(DEFAULT_TARGETS), "target")
         jobs = parse_list(a.jobs, set(JOBS), "job")
@@ -590,6 +592,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report(settings, meta, reps))
     write_final_json(settings, meta, reps)
+    for target, job, fio, iow in grouped(settings, reps):
+        name = f"{target} {job.name} iowatt/fio"
+        ratio_line(f"{name} IOPS", ratio(iow.iops, fio.iops), ">= 1.0")
+        ratio_line(f"{name} CPU/IO", ratio(iow.cpu_us_per_io, fio.cpu_us_per_io), "<= 1.0")
     if settings.json_out:
         print(f"\nraw per-rep numbers: {settings.json_out}")
     return 0 if all(r.ok for r in reps) else 1
