@@ -24,7 +24,8 @@ reads of unwritten extents with zeros without touching the device. iowatt lays o
 deletes its own file in each run (also not timed). Both tools drop the file's page cache
 when a run starts. The runs are interleaved, the order swapped every rep -- fio, iowatt,
 iowatt, fio, ... -- so slow drifts of this noisy VM (neighbours, host page cache) hit both
-tools alike, and every figure is the median over the reps, with the IOPS min-max shown to expose the noise.
+tools alike, and every figure is the median over the reps, with the IOPS min-max shown to
+expose the noise.
 iowatt's ``summary.json`` carries a ``fio`` section with exactly fio's JSON shape
 (``jobs[0]``), so one parser reads both tools.
 
