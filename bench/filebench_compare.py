@@ -6,6 +6,11 @@ Usage::
     python bench/filebench_compare.py --filebench /opt/filebench/filebench --dir /dev/shm
     python bench/filebench_compare.py --filebench FB --dir /mnt/ext4 --runtime 10 \\
         --workloads fileserver,varmail --set nfiles=10000 --set nthreads=16 --repeat 3 --json
+    python bench/filebench_compare.py --smoke      # 1 s runs on tmpfs; FileBench if on PATH
+
+``--smoke`` checks that the script still works: fileserver and varmail with 200 files and 4
+threads, 2 repeats of 1 s, in /dev/shm unless ``--dir`` says otherwise. Without FileBench on
+PATH it runs iowatt's half on the copies of FileBench's workload files in tests/wml/filebench.
 
 What it needs. A FileBench binary (``--filebench``; this script never builds FileBench) and
 FileBench's workload files: ``--workloads-dir``, by default ``workloads/`` beside the binary
@@ -61,10 +66,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _smoke import fail, parse, peer, ratio_line
 from side_by_side import fmt, median_of, ratio, render_table, tail
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = ("filebench", "iowatt")
+# FileBench's own workload files, copied into the tests: what --smoke runs without FileBench.
+SHIPPED_WORKLOADS = Path(__file__).resolve().parent.parent / "tests" / "wml" / "filebench"
+SMOKE_SETS = ["nfiles=200", "nthreads=4"]
 DEFAULT_WORKLOADS = "fileserver,varmail,webserver"
 WORKDIR_NAME = "iowatt-filebench-compare"
 LATENCY_TOLERANCE = 0.20
@@ -91,7 +100,7 @@ class Workload:
 
 @dataclass
 class Settings:
-    filebench: Path
+    filebench: Path | None
     iowatt: str
     dir: Path
     workdir: Path
@@ -476,7 +485,9 @@ def machine_info(settings: Settings) -> dict[str, Any]:
         "filebench": str(settings.filebench),
         "filebench_version": version_of(
             [str(settings.filebench), "-h"], r"[Ff]ilebench [Vv]ersion:? (\S+)"
-        ),
+        )
+        if settings.filebench
+        else None,
         "iowatt": settings.iowatt,
         "iowatt_version": version_of([settings.iowatt, "--version"])
         if "iowatt" in settings.tools
@@ -701,11 +712,14 @@ def parse_args(argv: list[str] | None) -> Settings:
             "nfiles or lower nthreads."
         ),
     )
-    p.add_argument("--filebench", type=Path, required=True, help="the FileBench binary")
     p.add_argument(
-        "--dir", type=Path, required=True,
-        help=f"parent directory to benchmark; both tools work in DIR/{WORKDIR_NAME}, "
-        "emptied between runs and removed at the end",
+        "--filebench", type=Path,
+        help="the FileBench binary (required but with --smoke, which looks on PATH)",
+    )  # fmt: skip
+    p.add_argument(
+        "--dir", type=Path,
+        help="parent directory to benchmark (required but with --smoke: /dev/shm); both tools "
+        f"work in DIR/{WORKDIR_NAME}, emptied between runs and removed at the end",
     )  # fmt: skip
     p.add_argument("--runtime", type=int, default=10, help="seconds per run (default 10)")
     p.add_argument(
@@ -736,20 +750,33 @@ def parse_args(argv: list[str] | None) -> Settings:
         "--keep", type=Path,
         help="copy the generated .f files and each run's raw output into this directory",
     )  # fmt: skip
-    a = p.parse_args(argv)
-
-    binary = a.filebench.expanduser()
-    if not binary.is_file() or not os.access(binary, os.X_OK):
-        p.error(
-            f"--filebench {binary}: no executable file there. Build FileBench from source "
-            "(autoreconf -i && ./configure --prefix=P && make && make install) and pass "
-            "P/bin/filebench"
-        )
+    # Small filesets: FileBench's own defaults take longer to lay out than a smoke run lasts.
+    a = parse(
+        p,
+        {"runtime": 1, "repeat": 2},
+        argv,
+        {"dir": Path("/dev/shm"), "workloads": "fileserver,varmail", "sets": SMOKE_SETS},
+    )
+    for option in ("dir", "filebench"):
+        if getattr(a, option) is None and not (a.smoke and option == "filebench"):
+            fail(
+                f"`--{option}` is required",
+                "pass it, or run `--smoke` (FileBench from PATH if there, tmpfs, seconds)",
+            )
+    if a.filebench is not None:
+        binary: Path | None = Path(str(peer("filebench", a.filebench.expanduser())))
+    else:
+        found = peer("filebench")
+        binary = Path(found) if found else None
     if a.runtime < 1 or a.repeat < 1:
         p.error("--runtime and --repeat must be at least 1")
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     if not tools or any(t not in TOOLS for t in tools):
         p.error(f"--tools takes a comma list of {', '.join(TOOLS)}")
+    if binary is None:
+        tools = [t for t in tools if t != "filebench"]
+        if not tools:
+            fail("`--tools filebench` without FileBench", "pass `--filebench PATH`")
     sets: dict[str, str] = {}
     for item in a.sets:
         name, eq, value = item.partition("=")
@@ -762,7 +789,9 @@ def parse_args(argv: list[str] | None) -> Settings:
     directory = a.dir.expanduser().resolve()
     if not directory.is_dir():
         p.error(f"--dir {directory} is not a directory")
-    wdir = a.workloads_dir or default_workloads_dir(binary.resolve())
+    wdir = a.workloads_dir or (
+        default_workloads_dir(binary.resolve()) if binary else SHIPPED_WORKLOADS
+    )
     if a.workloads_dir and not a.workloads_dir.is_dir():
         p.error(f"--workloads-dir {a.workloads_dir} is not a directory")
     specs = [s.strip() for s in a.workloads.split(",") if s.strip()]
@@ -779,7 +808,7 @@ def parse_args(argv: list[str] | None) -> Settings:
                     "--iowatt, or use --tools filebench")  # fmt: skip
         iowatt = found
     return Settings(
-        filebench=binary.resolve(),
+        filebench=binary.resolve() if binary else None,
         iowatt=iowatt,
         dir=directory,
         workdir=directory / WORKDIR_NAME,
@@ -797,7 +826,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = parse_args(argv)
     # On SIGTERM (e.g. from `timeout`) unwind normally, so the work directory is removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    settings.aslr_prefix = aslr_prefix()
+    settings.aslr_prefix = aslr_prefix() if "filebench" in settings.tools else []
     settings.drop_caches = os.geteuid() == 0
     settings.import_parse, settings.import_error = load_importer()
     meta = machine_info(settings)
@@ -813,6 +842,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(json_document(settings, meta, runs), indent=2))
     else:
         print(report(settings, meta, runs))
+    missing = None if "filebench" in settings.tools else "filebench"
+    for name, w in summarize(settings, runs).items():
+        ratio_line(
+            f"{name} ops/s iowatt/FileBench",
+            w["ratio_ops_s"],
+            f"≥ {1.0 if name == 'oltp' else 1.2}",
+            missing,
+            sys.stderr if settings.as_json else None,
+        )
     return 0 if all(r.ok for r in runs) else 1
 
 
