@@ -131,3 +131,38 @@ def alternate(rep: int, sides: Sequence[T]) -> list[T]:
     """The sides in the order of repeat ``rep``: as given on even repeats, reversed on odd, so
     a slow drift of the machine favours neither tool."""
     return list(sides) if rep % 2 == 0 else list(reversed(sides))
+
+
+def timed_runs(
+    commands: dict[str, str], runs: int, warmup: int, tool: str | None, shell: bool = False
+) -> dict[str, list[float]]:
+    """Each command's wall times in seconds, one run of each per round, the order alternating
+    from round to round; measured by hyperfine (``tool``) or, where it is missing, by a plain
+    loop. ``shell`` runs the commands through a shell (for quoting, as awk programs need)."""
+    import json
+    import subprocess
+    import tempfile
+    import time
+
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    with tempfile.TemporaryDirectory(prefix="iowatt-bench-times-") as tmp:
+        out = Path(tmp) / "hyperfine.json"
+        for rnd in range(runs):
+            names = alternate(rnd, list(commands))
+            if tool is not None:
+                args = [tool, "--runs", "1", "--export-json", str(out)]
+                args += ["--warmup", str(warmup if rnd == 0 else 0), *([] if shell else ["-N"])]
+                for name in names:
+                    args += ["--command-name", name, commands[name]]
+                subprocess.run(args, check=True, stdout=sys.stderr)
+                for r in json.loads(out.read_text())["results"]:
+                    times[r["command"]] += r["times"]
+                continue
+            for name in names:
+                cmd: str | list[str] = commands[name] if shell else commands[name].split()
+                for n in range((warmup if rnd == 0 else 0) + 1):
+                    t = time.perf_counter()
+                    subprocess.run(cmd, shell=shell, check=True, stdout=subprocess.DEVNULL)
+                    if n == (warmup if rnd == 0 else 0):
+                        times[name].append(time.perf_counter() - t)
+    return times

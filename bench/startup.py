@@ -7,8 +7,8 @@ Usage::
     python bench/startup.py --runs 20 --json-out /tmp/startup.json
     python bench/startup.py --smoke          # 2 runs each, a check that it works
 
-Times with hyperfine (Debian package ``hyperfine``; a plain loop where it is missing), in one
-run, each as a fresh process the way a user runs them:
+Times with hyperfine (Debian package ``hyperfine``; a plain loop where it is missing), one run of
+each command per round with the order alternating, each a fresh process as a user runs them:
 
 - ``iowatt --version`` beside ``python -c pass`` (the interpreter's own start on this machine);
 - ``iowatt runs`` on a catalog of 100 synthetic bench runs (bench/catalog_scale.py writes them);
@@ -26,40 +26,16 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _smoke import parse, peer, ratio_line
+from _smoke import parse, peer, ratio_line, timed_runs
 from catalog_scale import build
 from side_by_side import fmt, render_table
 
 BENCH = "bench randomread --runtime 1s --filesize 64m --seed 1 --quiet"
 GOALS = {"version": 0.150, "report overhead": 0.5, "no-report overhead": 0.3}
-
-
-def hyperfine(
-    commands: dict[str, str], runs: int, out: Path, tool: str | None
-) -> dict[str, list[float]]:
-    """Each command's wall times in seconds, measured by hyperfine in one invocation, or by a
-    plain loop (after the same warm-up runs) where hyperfine is missing."""
-    if tool is None:
-        times: dict[str, list[float]] = {}
-        for name, cmd in commands.items():
-            times[name] = []
-            for n in range(2 + runs):
-                t = time.perf_counter()
-                subprocess.run(cmd.split(), check=True, stdout=subprocess.DEVNULL)
-                if n >= 2:
-                    times[name].append(time.perf_counter() - t)
-        return times
-    args = [tool, "-N", "--warmup", "2", "--runs", str(runs), "--export-json", str(out)]
-    for name, cmd in commands.items():
-        args += ["--command-name", name, cmd]
-    subprocess.run(args, check=True, stdout=sys.stderr)
-    return {r["command"]: r["times"] for r in json.loads(out.read_text())["results"]}
 
 
 def engine_seconds(results: Path) -> list[float]:
@@ -92,7 +68,7 @@ def main() -> None:
         target.mkdir()
         res = {k: root / f"results-{k}" for k in ("report", "no-report")}
         bench = f"{iowatt} {BENCH} --target {target}"
-        times = hyperfine(
+        times = timed_runs(
             {
                 "python": f"{sys.executable} -c pass",
                 "version": f"{iowatt} --version",
@@ -101,13 +77,13 @@ def main() -> None:
                 "no-report": f"{bench} --results {res['no-report']} --no-report",
             },
             args.runs,
-            root / "hyperfine.json",
+            2,
             tool,
         )
         engine = {k: engine_seconds(v) for k, v in res.items()}
     figures = {k: statistics.median(v) for k, v in times.items()}
     for k in ("report", "no-report"):
-        # hyperfine's warm-up runs write runs too: pair the last N runs with the N timings.
+        # The warm-up runs write runs too: pair the last N runs with the N timings.
         spent = engine[k][-len(times[k]) :]
         figures[f"{k} overhead"] = statistics.median(
             t - e for t, e in zip(times[k], spent, strict=True)

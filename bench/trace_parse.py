@@ -5,6 +5,7 @@ Usage::
 
     python bench/trace_parse.py                      # 3.5 M lines, 3 timed runs each
     python bench/trace_parse.py --lines 500000 --runs 5 --json-out /tmp/trace_parse.json
+    python bench/trace_parse.py --smoke              # 20,000 lines, a check that it works
 
 Generates a Combined log of ``--lines`` requests with ``iowatt trace generate`` (seeded; client
 addresses are IPs, which GoAccess needs), then times with hyperfine, each as a fresh process:
@@ -30,17 +31,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _smoke import parse, peer, ratio_line, timed_runs
 from side_by_side import fmt, render_table
 
 AWK = "awk '{s[$9]++; b+=$10} END {for (k in s) print k, s[k]; print b}'"
-
-
-def hyperfine(commands: dict[str, str], runs: int, out: Path) -> dict[str, list[float]]:
-    args = ["hyperfine", "--warmup", "1", "--runs", str(runs), "--export-json", str(out)]
-    for name, cmd in commands.items():
-        args += ["--command-name", name, cmd]
-    subprocess.run(args, check=True, stdout=sys.stderr)
-    return {r["command"]: r["times"] for r in json.loads(out.read_text())["results"]}
 
 
 def main() -> None:
@@ -49,10 +43,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="timed runs per command")
     ap.add_argument("--no-goaccess", action="store_true", help="skip GoAccess (slow)")
     ap.add_argument("--json-out", type=Path, help="write the figures here as JSON")
-    args = ap.parse_args()
-    for tool in ("hyperfine", "iowatt", "awk") + (() if args.no_goaccess else ("goaccess",)):
-        if shutil.which(tool) is None:
-            sys.exit(f"{tool} is not installed (apt-get install hyperfine goaccess; pip install .)")
+    args = parse(ap, {"lines": 20_000, "runs": 2})
+    if shutil.which("iowatt") is None:
+        sys.exit("iowatt is not installed: pip install .")
+    tool = peer("hyperfine")
+    use = {name: args.no_goaccess is False or name != "goaccess" for name in ("awk", "goaccess")}
+    present = {name: bool(peer(name)) for name, wanted in use.items() if wanted}
     with tempfile.TemporaryDirectory(prefix="iowatt-trace-parse-", dir="/var/tmp") as tmp:
         root = Path(tmp)
         log = root / "access.log"
@@ -64,16 +60,16 @@ def main() -> None:
         size = log.stat().st_size
         commands = {
             "iowatt": f"iowatt trace stats {log} --json",
-            "awk": f"{AWK} {log}",
         }
-        if not args.no_goaccess:
+        if present.get("awk"):
+            commands["awk"] = f"{AWK} {log}"
+        if present.get("goaccess"):
             commands["goaccess"] = (
                 f"goaccess {log} --log-format=COMBINED --no-progress -o {root / 'report.json'}"
             )
-        times = hyperfine(commands, args.runs, root / "hyperfine.json")
+        times = timed_runs(commands, args.runs, 1, tool, shell=True)
     medians = {k: statistics.median(v) for k, v in times.items()}
     peers = {k: v for k, v in medians.items() if k != "iowatt"}
-    fastest = min(peers, key=lambda k: peers[k])
     rows = [["command", "median s", "M lines/s", "MB/s", "peer / iowatt"]]
     for name, seconds in medians.items():
         ratio = "" if name == "iowatt" else fmt(seconds / medians["iowatt"], 2)
@@ -81,8 +77,14 @@ def main() -> None:
                      fmt(size / seconds / 1e6, 0), ratio])  # fmt: skip
     print(f"{args.lines:,} lines, {size / 1e6:,.0f} MB")
     print("\n".join(render_table(rows, {1, 2, 3, 4})))
-    ratio = medians[fastest] / medians["iowatt"]
-    print(f"ratio vs the faster peer ({fastest}): {ratio:.2f} (goal ≥ 1.0)")
+    for name in present:
+        ratio_line(
+            f"{name} time / iowatt time",
+            peers[name] / medians["iowatt"] if name in peers else None,
+            "≥ 1.0 for the faster peer",
+            None if name in peers else name,
+        )
+    ratio = min(peers.values()) / medians["iowatt"] if peers else None
     if args.json_out:
         args.json_out.write_text(
             json.dumps({"lines": args.lines, "bytes": size, "times": times, "ratio": ratio})
