@@ -6,6 +6,7 @@ Usage (as root: loop devices and mounts)::
 
     python bench/tree_recreate.py                    # 500,000 files, the study's tree
     python bench/tree_recreate.py --files 50000      # the same proportions, scaled down
+    python bench/tree_recreate.py --smoke            # 2,000 files, a check that it works
 
 The manifest is generated, not snapshotted: the study's proportions (~509,000 files, ~44,000
 directories, ~9,000 symlinks, ~47 GB) scaled to ``--files``: directories nest up to 8 deep
@@ -41,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _smoke import parse, ratio_line
 from side_by_side import fmt, render_table
 
 # The study's tree (spec/replay-and-power.md, "Private file systems").
@@ -168,7 +170,7 @@ def main() -> None:
     ap.add_argument("--img-dir", type=Path, default=Path("/dev/shm"),
                     help="where the image file and the tar archive go")  # fmt: skip
     ap.add_argument("--json-out", type=Path, help="write the figures here as JSON")
-    args = ap.parse_args()
+    args = parse(ap, {"files": 2000})
     if os.geteuid() != 0:
         sys.exit("run as root: the benchmark makes a loop device and mounts it")
     iowatt = shutil.which("iowatt")
@@ -215,6 +217,8 @@ def main() -> None:
     ratio = figures["tar"]["s"] / figures["iowatt"]["s"]
     ratio_sync = figures["tar"]["s_sync"] / figures["iowatt"]["s_sync"]
     print(f"iowatt/tar files/s: {ratio:.2f}x ({ratio_sync:.2f}x with sync; goal >= 1.0)")
+    ratio_line("files/s iowatt/tar", ratio, ">= 1.0")
+    ratio_line("files/s iowatt/tar with sync", ratio_sync, ">= 1.0")
     if args.json_out:
         out = {"files": files, "dirs": counts["dir"], "links": counts["symlink"], **figures,
                "ratio": ratio, "ratio_sync": ratio_sync, "img_dir": str(args.img_dir)}  # fmt: skip
