@@ -5,6 +5,7 @@ Usage::
 
     python bench/replay_rate.py                    # ~4 min
     python bench/replay_rate.py --seconds 3 --rounds 1
+    python bench/replay_rate.py --smoke            # 1 s tries, coarse search, ~25 s
 
 nginx (Debian's nginx-light, one worker) serves one 16 KiB file and is pinned to the last CPU;
 every client is pinned to CPU 0 (taskset), so the ratios compare the clients, not the server.
@@ -42,6 +43,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _smoke import alternate, parse, peer, ratio_line
 from support.nginx import nginx
 
 FILE = "/f16k"
@@ -119,8 +121,8 @@ def iowatt_open_loop(url: str, rate: int, seconds: float, tmp: Path) -> tuple[fl
     return answered, (n - r["success"]) / n
 
 
-def max_rate(try_rate, start: int) -> tuple[int, float]:
-    """The highest rate ``try_rate`` sustains: doubling, then bisecting to 5 %."""
+def max_rate(try_rate, start: int, within: float = 0.05) -> tuple[int, float]:
+    """The highest rate ``try_rate`` sustains: doubling, then bisecting to ``within``."""
 
     def ok(rate: int) -> tuple[bool, float]:
         achieved, failed = try_rate(rate)
@@ -133,7 +135,7 @@ def max_rate(try_rate, start: int) -> tuple[int, float]:
         if not good:
             break
         lo, best, hi = hi, achieved, hi * 2
-    while hi - lo > max(lo // 20, 50):
+    while hi - lo > max(int(lo * within), 50):
         mid = (lo + hi) // 2
         good, achieved = ok(mid)
         if good:
@@ -185,7 +187,10 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=5, help="length of each measurement")
     ap.add_argument("--conns", type=int, default=64, help="keep-alive connections")
     ap.add_argument("--rounds", type=int, default=3, help="keep-alive rounds (median of each)")
-    args = ap.parse_args()
+    args = parse(ap, {"seconds": 1, "conns": 16, "rounds": 2})
+    # A smoke run stops at the first failed doubling: it checks the search, not the rate.
+    within = 1.0 if args.smoke else 0.05
+    have = {name: peer(name) is not None for name in ("wrk", "httperf")}
     cpus = os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="iowatt-replay-bench-") as d:
         tmp = Path(d)
@@ -197,35 +202,57 @@ def main() -> None:
             print(f"nginx 1 worker on CPU {cpus - 1}, clients on CPU {CLIENT_CPU}, {FILE} 16 KiB")
             print(f"\n1. keep-alive, {args.conns} connections, {args.seconds:g} s")
             pid = tmp / "nginx" / "nginx.pid"
-            peer, ours = [], []
-            for _ in range(args.rounds):
-                cpu, t = busy(pid), time.monotonic()
-                peer.append(wrk(url, args.conns, args.seconds))
-                wrk_busy = (busy(pid) - cpu) / (time.monotonic() - t)
-                log = tmp / "keepalive.log"
-                write_log(log, [int(peer[-1] * args.seconds)], clients=args.conns)
-                cpu = busy(pid)
-                s = iowatt(log, url, tmp / "results", "--keep-alive", "--max-conns",
-                           str(args.conns))  # fmt: skip
-                ours.append(s["workloads"]["replay"]["ops_s"])
-                # Over the engine's own time: the CLI's start and its writing load no server.
-                our_busy = (busy(pid) - cpu) / s["workloads"]["replay"]["runtime_s"]
+            theirs: list[float] = []
+            ours: list[float] = []
+            busy_of = {"wrk": 0.0, "iowatt": 0.0}
+            for rnd in range(args.rounds):
+                # wrk goes first in the first round: iowatt's log asks for what wrk last did.
+                for side in alternate(rnd, ["wrk", "iowatt"] if have["wrk"] else ["iowatt"]):
+                    cpu, t = busy(pid), time.monotonic()
+                    if side == "wrk":
+                        theirs.append(wrk(url, args.conns, args.seconds))
+                        busy_of["wrk"] = (busy(pid) - cpu) / (time.monotonic() - t)
+                        continue
+                    log = tmp / "keepalive.log"
+                    n = int(theirs[-1] * args.seconds) if theirs else 20_000 * args.seconds
+                    write_log(log, [n], clients=args.conns)
+                    s = iowatt(log, url, tmp / "results", "--keep-alive", "--max-conns",
+                               str(args.conns))  # fmt: skip
+                    ours.append(s["workloads"]["replay"]["ops_s"])
+                    # Over the engine's own time: the CLI's start and writing load no server.
+                    busy_of["iowatt"] = (busy(pid) - cpu) / s["workloads"]["replay"]["runtime_s"]
                 print(
-                    f"   round: wrk {peer[-1]:,.0f} req/s (nginx busy {wrk_busy:.0%}), "
-                    f"iowatt {ours[-1]:,.0f} req/s (nginx busy {our_busy:.0%})"
+                    f"   round: wrk {theirs[-1] if theirs else 0:,.0f} req/s (nginx busy "
+                    f"{busy_of['wrk']:.0%}), iowatt {ours[-1]:,.0f} req/s (nginx busy "
+                    f"{busy_of['iowatt']:.0%})"
                 )
-            w, mine = statistics.median(peer), statistics.median(ours)
-            print(f"   wrk -t1 -c{args.conns}: {w:,.0f} req/s   iowatt: {mine:,.0f} req/s"
-                  f"   ratio {mine / w:.2f}×")  # fmt: skip
+            mine = statistics.median(ours)
+            w = statistics.median(theirs) if theirs else None
+            print(f"   wrk -t1 -c{args.conns}: {w or 0:,.0f} req/s   iowatt: {mine:,.0f} req/s")
+            ratio_line("keep-alive req/s iowatt/wrk", mine / w if w else None, "≥ 1.0", "wrk")
             print(f"\n2. a new connection per request, open loop, {args.seconds:g} s per try")
-            print("   httperf:")
-            h_rate, _ = max_rate(lambda r: httperf(port, r, args.seconds), 2000)
-            print("   iowatt:")
-            i_rate, _ = max_rate(lambda r: iowatt_open_loop(url, r, args.seconds, tmp), 2000)
-            print(f"   sustained: httperf {h_rate:,}/s   iowatt {i_rate:,}/s"
-                  f"   ratio {i_rate / h_rate:.2f}×")  # fmt: skip
+            # One search each: each is a series of tries, too long to interleave.
+            rates = {}
+            for side in ["httperf", "iowatt"] if have["httperf"] else ["iowatt"]:
+                print(f"   {side}:")
+                if side == "httperf":
+                    rates[side], _ = max_rate(
+                        lambda r: httperf(port, r, args.seconds), 2000, within
+                    )
+                else:
+                    rates[side], _ = max_rate(
+                        lambda r: iowatt_open_loop(url, r, args.seconds, tmp), 2000, within
+                    )
+            i_rate, h_rate = rates["iowatt"], rates.get("httperf")
+            print(f"   sustained: httperf {h_rate or 0:,}/s   iowatt {i_rate:,}/s")
+            ratio_line(
+                "new-connection req/s iowatt/httperf",
+                i_rate / h_rate if h_rate else None,
+                "≥ 1.0",
+                "httperf",
+            )
             rate = int(i_rate * 0.8)
-            seconds = max(args.seconds * 2, 10)
+            seconds = args.seconds * 2 if args.smoke else max(args.seconds * 2, 10)
             for name, stall in (
                 ("no stall", None),
                 ("nginx stopped 2 s", pid),
@@ -236,6 +263,8 @@ def main() -> None:
                 for key in ("lateness", "ttfb from due", "ttfb from send"):
                     p50, p99, mx = a[key]
                     print(f"   {key:<15} p50 {p50:8.3f} ms  p99 {p99:8.3f} ms  max {mx:8.3f} ms")
+                if stall is None:
+                    ratio_line("lateness p99 / 1 ms", a["lateness"][1] / 1.0, "≤ 1")
 
 
 if __name__ == "__main__":
