@@ -6,6 +6,7 @@ Usage::
 
     python bench/serve_overhead.py                        # 5 × 2 runs of 10 s, 100 scrapes
     python bench/serve_overhead.py --runtime 5 --reps 3 --scrapes 50
+    python bench/serve_overhead.py --smoke                # 2 pairs of 1 s, 10 workloads
 
 1. ``iowatt bench randomread --target DIR --runtime N --json`` (a 64 MiB file on /dev/shm by
    default, one thread, no rate limit, no report), each a fresh process, alternated plain and
@@ -38,6 +39,8 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+
+from _smoke import parse, ratio_line
 
 SERVING = re.compile(r"serving metrics on (http://\S+)")
 BAND_PCT = 2.0
@@ -233,13 +236,19 @@ def main() -> None:
     p.add_argument("--dir", default="/dev/shm", help="where the files go [/dev/shm]")
     p.add_argument("--skip-throughput", action="store_true", help="only the scrape latency")
     p.add_argument("--json-out", type=Path, help="every run's numbers")
-    a = p.parse_args()
+    a = parse(
+        p,
+        {"reps": 2, "runtime": "1s", "filesize": "8m", "workloads": 10, "scrapes": 10},
+    )
     doc = {}
     if not a.skip_throughput:
         print(f"throughput: {a.reps} × (plain, --serve 0) of {a.runtime}, alternated")
         doc["throughput"] = throughput(a.reps, a.runtime, a.filesize, a.dir, a.scrape_every)
+        ratio_line("ops/s served/plain", doc["throughput"]["ratio"], "1 ± 0.02")
     print("scrape latency:")
     doc["scrape"] = scrape_latency(a.workloads, a.scrapes, a.rate, a.dir)
+    scrape_ms = statistics.median(doc["scrape"]["scrape_ms"])
+    ratio_line(f"scrape of {a.workloads} workloads ms / {GOAL_MS:g} ms", scrape_ms / GOAL_MS, "≤ 1")
     if a.json_out:
         a.json_out.write_text(json.dumps(doc, indent=1))
 
