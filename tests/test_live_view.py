@@ -17,7 +17,7 @@ from PIL import Image
 from prometheus_client import generate_latest
 
 from iowatt.histogram import HEAT_EDGES_NS, heat_colour
-from iowatt.live.board import Board, Counts, Snapshot, labels_of
+from iowatt.live.board import Board, Counts, Latency, Snapshot, labels_of
 from iowatt.live.dashboard import Dashboard
 from iowatt.live.exposition import registry_of
 from iowatt.live.feed import endpoint_url, parse, stored
@@ -288,3 +288,55 @@ def test_live_in_tmux_watches_a_running_bench(tmp_path: Path) -> None:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         bench.terminate()
         bench.communicate(timeout=30)
+
+
+def replay_counts(requests: int) -> Counts:
+    """A replay's ``requests`` at 5 ms from their due time, 2 ms to their first byte, 50 µs
+    from their send."""
+    c = counts(requests, at_ns=5_000_000)
+    c.beside = {
+        "ttfb": Latency(counts(requests, at_ns=2_000_000).bands, requests * 0.002),
+        "service": Latency(counts(requests, at_ns=50_000).bands, requests * 0.000_05),
+    }
+    return c
+
+
+def test_a_replays_histograms_beside_its_latency_read_back_and_the_heatmap_draws_each() -> None:
+    board = Board()
+    board.add(counts(100), workload="randomread")
+    assert "ttfb" not in generate_latest(registry_of(board)).decode()  # a bench's, as ever
+    board.add(replay_counts(100), workload="requests")
+
+    read = parse(generate_latest(registry_of(board)).decode())
+
+    assert read.series[labels_of({"workload": "requests"})].beside == replay_counts(100).beside
+    assert read.series[labels_of({"workload": "randomread"})].beside == {}
+    view = View()
+    view.add(snap(0.0, a__requests=replay_counts(100)))
+    view.add(snap(1.0, a__requests=replay_counts(300)))
+    assert view.histograms() == ["latency", "ttfb", "service"]
+    for histogram, at_ns in (("latency", 5_000_000), ("ttfb", 2_000_000), ("service", 50_000)):
+        assert view.histogram == histogram
+        assert view.columns()[-1][band_of(at_ns)] == 200 == sum(view.columns()[-1])
+        view.next_histogram()
+    assert view.histogram == "latency"
+
+
+def test_h_switches_the_dashboards_heatmap_to_a_replays_time_to_first_byte() -> None:
+    seconds = iter([snap(float(t), a__requests=replay_counts(100 * t)) for t in range(1, 4)])
+
+    async def drive() -> None:
+        app = Dashboard(lambda: next(seconds, None), every_s=3600)  # the test advances it
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.advance()
+            app.advance()
+            await pilot.pause()
+            # A band's row is labelled by the upper edge of the two bands it draws.
+            assert "r1 · 3 s\n" in screen(app) and "≤10 ms" in screen(app)
+            await pilot.press("h")
+            assert "r1 · 3 s · ttfb heatmap\n" in screen(app) and "≤5 ms" in screen(app)
+            await pilot.press("h")
+            assert "r1 · 3 s · service heatmap\n" in screen(app) and "≤100 µs" in screen(app)
+            await pilot.press("q")
+
+    asyncio.run(drive())

@@ -5,9 +5,12 @@ location, Ctrl-C, power beside the replay, the report and bad input."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
+import threading
+import urllib.request
 from pathlib import Path
 
 import duckdb
@@ -15,11 +18,19 @@ import pyarrow.parquet as pq
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from iowatt.live.board import labels_of
+from iowatt.live.feed import parse, stored
 from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
 from support.nginx import access_lines, free_port, nginx
 from support.wait import wait_for
 
 LOGSTALGIA = Path("/usr/share/logstalgia/example.log")
+# A served replay's histograms and the requests.parquet column each counts.
+COLUMN_OF_METRIC = {
+    "iowatt_io_latency_seconds": "completion_ns",
+    "iowatt_io_ttfb_seconds": "ttfb_ns",
+    "iowatt_io_service_time_seconds": "completion_sent_ns",
+}
 
 
 @pytest.fixture(scope="module")
@@ -354,29 +365,96 @@ def test_a_replay_run_is_a_trace_the_raid_simulator_serves(capsys, tmp_path, sit
     assert 'data-table="personalities"' in html
 
 
-def test_a_served_replay_counts_its_requests_and_their_completion_times(capsys, tmp_path, site):
-    results, metrics = tmp_path / "results", tmp_path / "metrics"
-    metrics.mkdir()
-    with nginx(site["www"], tmp_path / "nginx") as url:
-        r = iowatt(capsys, "replay", site["log"], "--target", url, "--speedup", "600",
-                   "--textfile", metrics, "--results", results, "--no-report", "-q")  # fmt: skip
-    assert r.code == 0, r.err
+def test_a_served_replay_ends_with_its_requests_histograms_from_the_due_time(tmp_path):
+    """Scraped at its end, a served replay's latency is its answered requests' completion from
+    their due time and its second histogram their time to first byte from it: each `_count`
+    and `_sum` those of requests.parquet, warm-up included and failures left out, as the
+    report counts them. One connection makes the requests queue behind a timed-out one, so
+    the time from the send (served under a name of its own) is far shorter."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.html").write_text("a")
+    log = tmp_path / "access.log"
+    paths = ["a.html", "a.html", "slow", "a.html", "a.html", "a.html", "a.html"]
+    seconds = [0, 0, 1, 1, 1, 2, 2]
+    log.write_text(
+        "".join(
+            f'10.0.0.{i} - - [02/Mar/2026:00:00:0{second} +0000] "GET /{path} HTTP/1.1" 200 1 '
+            '"-" "-"\n'
+            for i, (second, path) in enumerate(zip(seconds, paths, strict=True))
+        )
+    )
+    results = tmp_path / "results"
+    with nginx(root, tmp_path / "nginx", slow_s=1) as url:
+        options = f"--target {url} --speedup 10 --max-conns 1 --timeout 300ms --warmup 1s"
+        text = _scraped_at_the_end(log, *options.split(), "--results", results, "--no-report")
     (run,) = runs_in(results)
     rows = _requests(run)
+    assert [row["error"] for row in rows] == [None, None, "timeout", None, None, None, None]
+    assert [row["phase"] for row in rows][:2] == ["warmup", "warmup"]
+    answered = [row for row in rows if row["error"] is None]
     samples = {
         (s.name, s.labels.get("le")): s.value
-        for family in text_string_to_metric_families((metrics / "iowatt.prom").read_text())
+        for family in text_string_to_metric_families(text)
         for s in family.samples
         if s.labels.get("workload") == "requests"
     }
-    answered = [row for row in rows if row["error"] is None]
     assert samples[("iowatt_io_operations_total", None)] == len(rows)
-    assert samples[("iowatt_io_latency_seconds_count", None)] == len(answered)
-    # The slowest answer falls in the first bucket that holds every request.
-    slowest = max(row["done_ns"] - row["sent_ns"] for row in answered) / 1e9
-    buckets = sorted(
-        (float(le), n) for (name, le), n in samples.items() if name.endswith("_bucket")
+    assert samples[("iowatt_io_errors_total", None)] == 1
+    sums = {c: sum(row[c] for row in answered) / 1e9 for c in COLUMN_OF_METRIC.values()}
+    for metric, column in COLUMN_OF_METRIC.items():
+        assert samples[(f"{metric}_count", None)] == len(answered), metric
+        assert samples[(f"{metric}_bucket", "+Inf")] == len(answered), metric
+        # The engine's histograms keep three significant digits.
+        assert samples[(f"{metric}_sum", None)] == pytest.approx(sums[column], rel=1e-3), metric
+    # Two requests waited behind the timed-out one for its 300 ms before they were sent.
+    assert sums["completion_ns"] - sums["completion_sent_ns"] >= 0.6
+    # iowatt live reads the same, from the endpoint or from the stored run.
+    key = labels_of({"workload": "requests"})
+    for seen in (parse(text).series[key], stored(run)[-1].series[key]):
+        assert (seen.ops, seen.errors, seen.measured) == (len(rows), 1, len(answered))
+        assert seen.latency_sum_s == pytest.approx(sums["completion_ns"], rel=1e-3)
+        for name, column in (("ttfb", "ttfb_ns"), ("service", "completion_sent_ns")):
+            assert sum(seen.beside[name].bands) == len(answered)
+            assert seen.beside[name].sum_s == pytest.approx(sums[column], rel=1e-3)
+
+
+def _scraped_at_the_end(trace: Path, *options: object) -> str:
+    """``iowatt replay`` served on a free port, scraped while it lingers after its run; Ctrl-C
+    then ends the linger."""
+    command = [sys.executable, "-c", "from iowatt.cli import main; main()", "replay", trace]
+    serve = ["--serve", "0", "--serve-linger", "10m", "-q"]
+    proc = subprocess.Popen(
+        [*map(str, [*command, *options, *serve])],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    first_full = next(le for le, n in buckets if n == len(answered))
-    below = [le for le, _ in buckets if le < first_full]
-    assert slowest <= first_full and (not below or slowest > below[-1] * 0.99)
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stderr is not None
+        lines.extend(proc.stderr)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        wait_for(
+            lambda: any("serving the final metrics" in ln for ln in lines),
+            proc,
+            what="the replay to end and linger",
+        )
+        (url,) = [m[1] for ln in lines if (m := re.search(r"serving metrics on (http://\S+)", ln))]
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            text: str = answer.read().decode()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=10)
+        assert proc.stderr is not None
+        proc.stderr.close()
+    assert proc.returncode == 0, "".join(lines)
+    return text

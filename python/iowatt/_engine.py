@@ -129,7 +129,13 @@ class Progress(TypedDict):
     measure_end_ns: int
 
 
-class LiveCounts(TypedDict):
+class LiveLatency(TypedDict):
+    bands: list[int]  # operations per latency band of the edges asked for
+    count: int
+    sum_ns: float
+
+
+class _EveryLiveCount(TypedDict):
     ops: int  # completed so far, ramp included
     bytes: int
     errors: int
@@ -137,6 +143,12 @@ class LiveCounts(TypedDict):
     bands: list[int]  # measured operations per latency band of the edges asked for
     count: int  # measured operations whose latency is in ``bands``
     sum_ns: float
+
+
+class LiveCounts(_EveryLiveCount, total=False):
+    # The replayer's alone, beside its completion time from the due time (``bands``): time to
+    # first byte from the due time (``ttfb``) and completion from the send (``service``)
+    beside: dict[str, LiveLatency]
 
 
 class Histogram(TypedDict):

@@ -1,7 +1,7 @@
 //! A latency histogram as Python sees it: its buckets and the exact figures the engine keeps
 //! beside them (every engine's results use this one shape).
 
-use iowatt_metrics::{LatencyHistogram, LiveTally};
+use iowatt_metrics::{LatencyHistogram, LatencySoFar, LiveTally};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -39,5 +39,15 @@ pub fn live_dict<'py>(
     d.set_item("bands", latency.bands)?;
     d.set_item("count", latency.count)?;
     d.set_item("sum_ns", latency.sum_ns)?;
+    Ok(d)
+}
+
+/// Latencies by band with their count and sum, as a scrape reads a histogram an engine keeps
+/// beside its main one (`_engine.LiveLatency`).
+pub fn so_far_dict<'py>(py: Python<'py>, s: &LatencySoFar) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("bands", &s.bands)?;
+    d.set_item("count", s.count)?;
+    d.set_item("sum_ns", s.sum_ns)?;
     Ok(d)
 }

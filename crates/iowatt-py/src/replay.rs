@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 
 use crate::columns::{column_bytes, values};
 use crate::errors::raise;
-use crate::histogram::{hist_dict, live_dict};
+use crate::histogram::{hist_dict, live_dict, so_far_dict};
 use crate::job::engine_job;
 
 fn from_replay(py: Python<'_>, e: &ReplayError) -> PyErr {
@@ -109,17 +109,25 @@ impl Replay {
         })
     }
 
-    /// What a metrics scrape reads: requests ended (operations), body bytes, failures, and
-    /// the answered requests' completion times by the bands of `edges_ns`.
+    /// What a metrics scrape reads: requests ended (operations), body bytes, failures, the
+    /// answered requests' completion times from their due time by the bands of `edges_ns`, and
+    /// beside them (`beside`) their time to first byte from the due time (`ttfb`) and their
+    /// completion from the send (`service`).
     fn live<'py>(&self, py: Python<'py>, edges_ns: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
         let progress = self.handle.progress();
         let p = progress.snapshot();
-        live_dict(
+        let d = live_dict(
             py,
             (p.completed, p.bytes, p.failed),
             progress.live(),
             &edges_ns,
-        )
+        )?;
+        let beside = PyDict::new(py);
+        for (name, so_far) in progress.live_beside(&edges_ns) {
+            beside.set_item(name, so_far_dict(py, &so_far)?)?;
+        }
+        d.set_item("beside", beside)?;
+        Ok(d)
     }
 }
 

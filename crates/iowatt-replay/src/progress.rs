@@ -2,9 +2,9 @@
 //! relaxed atomics the scheduler and requests bump, read from another thread).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use iowatt_metrics::LiveTally;
+use iowatt_metrics::{LatencyHistogram, LatencySoFar, LiveTally};
 
 use tokio::sync::Notify;
 
@@ -20,9 +20,19 @@ struct Counters {
     cancelled: AtomicBool,
     /// Wakes the replay's waits when it is cancelled (from any thread, runtime or not).
     cancel: Notify,
-    /// Completion times of the requests answered so far and failures by kind (`timeout`,
-    /// `reset` …), for a metrics scrape.
+    /// The answered requests' completion times from their due time and the failures by kind
+    /// (`timeout`, `reset` …), for a metrics scrape; warm-up and cool-down are in, since a
+    /// scrape has no window.
     live: LiveTally,
+    /// Beside them, the same requests' time to first byte from the due time and completion
+    /// from the send (the server's service time).
+    beside: Mutex<Beside>,
+}
+
+#[derive(Debug, Default)]
+struct Beside {
+    ttfb: LatencyHistogram,
+    service: LatencyHistogram,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -78,14 +88,20 @@ impl Progress {
         c.max_lateness_ns.fetch_max(lateness_ns, Relaxed);
     }
 
-    /// A request ended: answered after `Ok(ns)`, or failed for a reason (`Err(kind)`).
-    pub(crate) fn ended(&self, bytes: u64, took_ns: Result<u64, &'static str>) {
+    /// A request ended: answered with its latencies (`Ok`, as `records::latencies` gives
+    /// them), or failed for a reason (`Err(kind)`).
+    pub(crate) fn ended(&self, bytes: u64, took: Result<[u64; 4], &'static str>) {
         let c = &self.0;
         c.open.fetch_sub(1, Relaxed);
         c.completed.fetch_add(1, Relaxed);
         c.bytes.fetch_add(bytes, Relaxed);
-        match took_ns {
-            Ok(ns) => c.live.record_latency(ns),
+        match took {
+            Ok([ttfb, completion, _, service]) => {
+                c.live.record_latency(completion);
+                let mut beside = c.beside.lock().unwrap_or_else(|e| e.into_inner());
+                beside.ttfb.record(ttfb);
+                beside.service.record(service);
+            }
             Err(kind) => {
                 c.failed.fetch_add(1, Relaxed);
                 c.live.add_error(kind);
@@ -96,6 +112,16 @@ impl Progress {
     /// The latencies and failures by kind a metrics scrape reads.
     pub fn live(&self) -> &LiveTally {
         &self.0.live
+    }
+
+    /// The histograms a scrape reads beside [`Self::live`]'s, by name (`ttfb`, `service`), in
+    /// the bands of `edges`.
+    pub fn live_beside(&self, edges: &[u64]) -> [(&'static str, LatencySoFar); 2] {
+        let beside = self.0.beside.lock().unwrap_or_else(|e| e.into_inner());
+        [
+            ("ttfb", beside.ttfb.so_far(edges)),
+            ("service", beside.service.so_far(edges)),
+        ]
     }
 
     pub fn snapshot(&self) -> ProgressSnapshot {

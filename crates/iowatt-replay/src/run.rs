@@ -10,7 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::client::{exchange, request_uri, Ask, Dial, Pool, Reached};
-use crate::records::Slots;
+use crate::records::{latencies, Slots};
 use crate::timer::Timer;
 use crate::tls;
 use crate::{Config, ErrorKind, Histograms, Plan, Progress, Records, ReplayError, Target};
@@ -273,15 +273,22 @@ async fn one(shared: Arc<Shared>, i: usize, _permit: Option<OwnedSemaphorePermit
         }
     };
     let done = iowatt_metrics::now_ns();
+    let (first_byte, done) = (rel(reached.first_byte), rel(done));
     shared.slots.ended(
         i,
-        [rel(reached.connected), rel(reached.first_byte), rel(done)],
+        [rel(reached.connected), first_byte, done],
         reached.status,
         reached.bytes,
         error,
     );
+    // From the same numbers as the request's record, so a scrape agrees with requests.parquet.
     let took = match error {
-        ErrorKind::None => Ok(done.saturating_sub(sent)),
+        ErrorKind::None => Ok(latencies(
+            plan.due_ns[i] as i64,
+            rel(sent),
+            first_byte,
+            done,
+        )),
         kind => Err(kind.name()),
     };
     shared.progress.ended(reached.bytes, took);

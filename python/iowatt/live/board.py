@@ -20,34 +20,55 @@ from iowatt._engine import LiveCounts
 from iowatt.histogram import HEAT_EDGES_NS
 
 
+def _no_bands() -> list[int]:
+    return [0] * (len(HEAT_EDGES_NS) + 1)
+
+
+@dataclass
+class Latency:
+    """A latency histogram by heatmap band, and the sum of its latencies."""
+
+    bands: list[int] = field(default_factory=_no_bands)
+    sum_s: float = 0.0
+
+    def __add__(self, other: Latency) -> Latency:
+        bands = [a + b for a, b in zip(self.bands, other.bands, strict=True)]
+        return Latency(bands, self.sum_s + other.sum_s)
+
+
 @dataclass
 class Counts:
     """One series' totals so far: operations, bytes, errors (and by kind), and latencies by
-    heatmap band."""
+    heatmap band; a replay's also has histograms beside its latency (``ttfb``, ``service``)."""
 
     ops: int = 0
     bytes: int = 0
     errors: int = 0
-    bands: list[int] = field(default_factory=lambda: [0] * (len(HEAT_EDGES_NS) + 1))
+    bands: list[int] = field(default_factory=_no_bands)
     latency_sum_s: float = 0.0
     errors_by_kind: dict[str, int] = field(default_factory=dict)  # EIO, ENOSPC, timeout …
+    beside: dict[str, Latency] = field(default_factory=dict)
 
     @classmethod
     def of(cls, live: LiveCounts) -> Counts:
-        bands = live["bands"] or [0] * (len(HEAT_EDGES_NS) + 1)
+        beside = live.get("beside", {})
         return cls(
             live["ops"],
             live["bytes"],
             live["errors"],
-            list(bands),
+            list(live["bands"] or _no_bands()),
             live["sum_ns"] / 1e9,
             dict(live["errors_by_kind"]),
+            {k: Latency(list(h["bands"]), h["sum_ns"] / 1e9) for k, h in beside.items()},
         )
 
     def __add__(self, other: Counts) -> Counts:
         kinds = dict(self.errors_by_kind)
         for kind, n in other.errors_by_kind.items():
             kinds[kind] = kinds.get(kind, 0) + n
+        beside = dict(self.beside)
+        for name, h in other.beside.items():
+            beside[name] = beside[name] + h if name in beside else h
         return Counts(
             self.ops + other.ops,
             self.bytes + other.bytes,
@@ -55,6 +76,7 @@ class Counts:
             [a + b for a, b in zip(self.bands, other.bands, strict=True)],
             self.latency_sum_s + other.latency_sum_s,
             kinds,
+            beside,
         )
 
     @property

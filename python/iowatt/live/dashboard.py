@@ -1,6 +1,7 @@
-"""``iowatt live``'s terminal dashboard (textual): the latency heatmap, throughput and slow share
-per workload (or disk, flowop, host), watts, fans, temperatures, the stimulus and step, and the
-events as they happen — in 80 × 24, so it works over ssh.
+"""``iowatt live``'s terminal dashboard (textual): the latency heatmap (a replay's time to first
+byte or service time at a key), throughput and slow share per workload (or disk, flowop, host),
+watts, fans, temperatures, the stimulus and step, and the events as they happen — in 80 × 24, so
+it works over ssh.
 
 The heatmap is the report's (:mod:`iowatt.histogram`): one column per second, one cell per
 latency band, its colour the band's operations on the same log scale and palette, an empty cell
@@ -19,7 +20,7 @@ from textual.widgets import Footer, Static
 from iowatt.histogram import HEAT_EDGES_NS, heat_colour
 from iowatt.live.board import Snapshot
 from iowatt.live.feed import EndpointGone, Source
-from iowatt.live.view import ALL, View
+from iowatt.live.view import ALL, LATENCY, View
 from iowatt.units import format_ns, format_rate
 
 AXIS = 8  # the heatmap's label column
@@ -95,6 +96,7 @@ class Dashboard(App[None]):
         Binding("b", "breakdown", "breakdown"),
         Binding("n", "group(1)", "next"),
         Binding("p", "group(-1)", "previous"),
+        Binding("h", "histogram", "histogram"),
         Binding("q", "quit", "quit"),
     ]
 
@@ -157,8 +159,11 @@ class Dashboard(App[None]):
         if s.step is not None:
             parts.append(f"step {s.step[0]}/{s.step[1]}")
         parts += [f"{kind} {v:g}" for kind, v in s.stimulus.items()]
+        heat = "heatmap" if self.view.histogram == LATENCY else f"{self.view.histogram} heatmap"
         if self.view.group != ALL:
-            parts.append(f"heatmap of {self.view.group}")
+            heat += f" of {self.view.group}"
+        if heat != "heatmap":
+            parts.append(heat)
         if self.paused:
             parts.append("PAUSED")
         elif s.ended:
@@ -175,4 +180,8 @@ class Dashboard(App[None]):
 
     def action_group(self, step: int) -> None:
         self.view.next_group(step)
+        self.draw()
+
+    def action_histogram(self) -> None:
+        self.view.next_histogram()
         self.draw()

@@ -4,7 +4,8 @@ prometheus_client's docs advise for values another system keeps).
 Names follow Prometheus's naming practice: an ``iowatt_`` prefix, base units (seconds, bytes,
 joules, ratio 0..1), ``_total`` on counters. Latency is a classic histogram whose buckets are
 the report's heatmap bands (:data:`iowatt.histogram.HEAT_EDGES_NS`), so Grafana's heatmap, the
-terminal dashboard and the HTML report draw the same bands.
+terminal dashboard and the HTML report draw the same bands; a replay's time to first byte and
+service time beside it are histograms of the same buckets.
 """
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ STIMULUS_METRICS = {
     "frequency": (
         "iowatt_stimulus_vibration_frequency_hertz",
         "Commanded sine vibration frequency of the sweep step",
+    ),
+}
+# The histograms a series may carry beside its latency (a replay's), by their name in
+# ``Counts.beside``.
+BESIDE_METRICS = {
+    "ttfb": (
+        "iowatt_io_ttfb_seconds",
+        "Time to first byte from the due time (a replay's answered requests)",
+    ),
+    "service": (
+        "iowatt_io_service_time_seconds",
+        "Completion time from the send, the server's service time (a replay's answered requests)",
     ),
 }
 # `le` values, as Prometheus writes bucket bounds: seconds.
@@ -92,8 +105,14 @@ def _io(s: Snapshot) -> Iterator[Metric]:
         "iowatt_io_errors_by_kind", "Operations that failed, by how", labels=[*names, "kind"]
     )
     latency = HistogramMetricFamily(
-        "iowatt_io_latency_seconds", "Latency of the measured operations", labels=names
+        "iowatt_io_latency_seconds",
+        "Latency of the measured operations (a replay's: completion from the due time)",
+        labels=names,
     )
+    beside = {
+        name: HistogramMetricFamily(metric, doc, labels=names)
+        for name, (metric, doc) in BESIDE_METRICS.items()
+    }
     for key, c in sorted(s.series.items()):
         given = dict(key)
         values = [given.get(n, "") for n in names]
@@ -102,13 +121,23 @@ def _io(s: Snapshot) -> Iterator[Metric]:
         errors.add_metric(values, c.errors)
         for kind, n in sorted(c.errors_by_kind.items()):
             by_kind.add_metric([*values, kind], n)
-        cumulative, buckets = 0, []
-        for bound, n in zip(BUCKET_BOUNDS, c.bands, strict=False):
-            cumulative += n
-            buckets.append((bound, cumulative))
-        buckets.append(("+Inf", c.measured))
-        latency.add_metric(values, buckets, c.latency_sum_s)
+        latency.add_metric(values, _buckets(c.bands), c.latency_sum_s)
+        for name, h in c.beside.items():
+            beside[name].add_metric(values, _buckets(h.bands), h.sum_s)
     yield from (ops, nbytes, errors, by_kind, latency)
+    # Only the series that keep them (a replay's), so a bench's exposition is as it was.
+    yield from (family for family in beside.values() if family.samples)
+
+
+def _buckets(bands: list[int]) -> list[tuple[str, float]]:
+    """Per-band counts as a histogram's cumulative buckets, +Inf last."""
+    cumulative = 0
+    buckets: list[tuple[str, float]] = []
+    for bound, n in zip(BUCKET_BOUNDS, bands, strict=False):
+        cumulative += n
+        buckets.append((bound, cumulative))
+    buckets.append(("+Inf", sum(bands)))
+    return buckets
 
 
 def _power(s: Snapshot) -> Iterator[Metric]:

@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.errors import ConfigError
-from iowatt.histogram import HEAT_EDGES_NS
-from iowatt.live.board import Board, Counts, Snapshot, labels_of
-from iowatt.live.exposition import BUCKET_BOUNDS, STIMULUS_METRICS
+from iowatt.histogram import HEAT_EDGES_NS, heat_bands
+from iowatt.live.board import Board, Counts, Latency, Snapshot, labels_of
+from iowatt.live.exposition import BESIDE_METRICS, BUCKET_BOUNDS, STIMULUS_METRICS
 
 SCRAPE_TIMEOUT_S = 2.0
+NS = 1_000_000_000
+# A histogram's metric name → its name in ``Counts.beside``.
+_BESIDE = {metric: name for name, (metric, _) in BESIDE_METRICS.items()}
 Apply = Callable[[Board], None]
 # The dashboard's next snapshot; None once a stored run is over. A scrape that fails raises
 # EndpointGone.
@@ -123,12 +126,23 @@ def _io_sample(
     elif name == "iowatt_io_latency_seconds_sum":
         c.latency_sum_s = value
     elif name == "iowatt_io_latency_seconds_bucket":
-        # Cumulative buckets arrive in order; each band is its bucket less the one before.
-        i = bounds.get(le or "", len(HEAT_EDGES_NS))
-        c.bands[i] = int(value)
-        if i == len(HEAT_EDGES_NS):
-            cumulative = c.bands
-            c.bands = [cumulative[0]] + [b - a for a, b in itertools.pairwise(cumulative)]
+        c.bands = _bucket(c.bands, le, value, bounds)
+    elif (metric := name.rpartition("_")[0]) in _BESIDE:
+        h = c.beside.setdefault(_BESIDE[metric], Latency())
+        if name.endswith("_sum"):
+            h.sum_s = value
+        elif name.endswith("_bucket"):
+            h.bands = _bucket(h.bands, le, value, bounds)
+
+
+def _bucket(bands: list[int], le: str | None, value: float, bounds: dict[str, int]) -> list[int]:
+    """A histogram's next cumulative bucket into its bands. Buckets arrive in order; at the
+    last (+Inf) each band becomes its bucket less the one before."""
+    i = bounds.get(le or "", len(HEAT_EDGES_NS))
+    bands[i] = int(value)
+    if i < len(HEAT_EDGES_NS):
+        return bands
+    return [bands[0]] + [b - a for a, b in itertools.pairwise(bands)]
 
 
 def stored(run_dir: Path) -> list[Snapshot]:
@@ -140,7 +154,7 @@ def stored(run_dir: Path) -> list[Snapshot]:
     manifest = read_manifest(run_dir)
     tables = {
         name: pq.read_table(run_dir / f"{name}.parquet")
-        for name in ("intervals", "power", "sensors")
+        for name in ("intervals", "requests", "power", "sensors")
         if (run_dir / f"{name}.parquet").exists()
     }
     events = sorted(_stored_events(manifest, tables))
@@ -173,8 +187,12 @@ def _stored_events(
     manifest: dict[str, Any], tables: dict[str, Any]
 ) -> Iterator[tuple[int, int, Apply]]:
     """(mono_ns, order, apply-to-board) for every stored interval and reading."""
-    intervals = tables.get("intervals")
-    if intervals is not None:
+    intervals, requests = tables.get("intervals"), tables.get("requests")
+    if manifest.get("kind") == "replay" and requests is not None and intervals is not None:
+        # Its intervals hold only the time to first byte; its endpoint served more. Their
+        # first second starts at the schedule's zero, where the requests' times count from.
+        yield from _requests_by_second(requests, intervals["mono_ns"][0].as_py())
+    elif intervals is not None:
         kind = ((manifest.get("config") or {}).get("stimulus") or {}).get("kind")
         columns = intervals.to_pydict()
         steps = sorted(set(zip(columns.get("pass_no", []), columns.get("step", []), strict=True)))
@@ -192,6 +210,51 @@ def _stored_events(
             channel = {"source": c["source"][i], "channel": c["channel"][i], "unit": units[i]}
             chunk = {"mono_ns": [t], "channel": [0], "value": [values[i]]}
             yield t, 0, _reading(channel, chunk)
+
+
+def _requests_by_second(requests: Any, t0_ns: int) -> Iterator[tuple[int, int, Apply]]:
+    """A replay's requests as its endpoint counted them, by the second they ended in: each
+    ended request an operation, those without a response its errors, the answered ones'
+    completion from the due time its latency, their time to first byte from the due time and
+    completion from the send beside it."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    c = {
+        name: pc.fill_null(requests[name], -1).to_numpy()
+        for name in ("done_ns", "completion_ns", "ttfb_ns", "completion_sent_ns", "bytes")
+    }
+    error = np.array(requests["error"].to_pylist(), dtype=object)
+    ended = np.flatnonzero(c["done_ns"] >= 0)
+    ended = ended[np.argsort(c["done_ns"][ended] // NS, kind="stable")]
+    second = c["done_ns"][ended] // NS
+    starts = np.flatnonzero(np.r_[True, second[1:] != second[:-1]]) if len(ended) else ()
+    for begin, stop in itertools.pairwise([*starts, len(ended)]):
+        rows = ended[begin:stop]
+        failed = [str(e) for e in error[rows] if e is not None]
+        answered = rows[[e is None for e in error[rows]]]
+        completion, ttfb, service = (
+            _latency(c[name][answered])
+            for name in ("completion_ns", "ttfb_ns", "completion_sent_ns")
+        )
+        counts = Counts(
+            ops=len(rows),
+            bytes=int(c["bytes"][rows].sum()),
+            errors=len(failed),
+            bands=completion.bands,
+            latency_sum_s=completion.sum_s,
+            errors_by_kind={kind: failed.count(kind) for kind in sorted(set(failed))},
+            beside={"ttfb": ttfb, "service": service},
+        )
+        yield t0_ns + (int(second[begin]) + 1) * NS, 1, _added(counts)
+
+
+def _latency(values_ns: Any) -> Latency:
+    return Latency(heat_bands(values_ns, [1] * len(values_ns)), int(values_ns.sum()) / NS)
+
+
+def _added(counts: Counts) -> Apply:
+    return lambda board: board.add(counts, workload="requests")
 
 
 def _reading(channel: dict[str, str], chunk: dict[str, list[Any]]) -> Apply:

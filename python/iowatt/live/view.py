@@ -1,6 +1,7 @@
 """What the live dashboard shows, computed from consecutive snapshots — kept apart from the
-terminal so it is tested without one: per-second rates by a chosen breakdown, the latency
-heatmap's columns, power, fans and the stimulus, and the events a user should notice.
+terminal so it is tested without one: per-second rates by a chosen breakdown, the columns of a
+heatmap (the latency, or a histogram beside it: a replay's time to first byte), power, fans and
+the stimulus, and the events a user should notice.
 """
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from iowatt.histogram import DEFAULT_SLOW_NS, HEAT_EDGES_NS
-from iowatt.live.board import Counts, Labels, Snapshot
+from iowatt.live.board import Counts, Labels, Latency, Snapshot
 from iowatt.units import format_ns
 
 # Bands above this edge are "slow" (the study's 100 ms).
 SLOW_BAND = HEAT_EDGES_NS.index(DEFAULT_SLOW_NS[0]) + 1
 SLOW_TEXT = format_ns(DEFAULT_SLOW_NS[0])
 ALL = "all"
+LATENCY = "latency"  # the heatmap of every series' latency; others are named as in Counts.beside
 HISTORY_S = 600
 
 
@@ -37,10 +39,13 @@ class View:
 
     breakdown: str = "workload"
     group: str = ALL  # whose heatmap is drawn
+    histogram: str = LATENCY  # which of their histograms
     last: Snapshot | None = None
     before: Snapshot | None = None
-    # per second: each series' operations per heatmap band
-    seconds: deque[dict[Labels, list[int]]] = field(default_factory=lambda: deque(maxlen=HISTORY_S))
+    # per second: each series' operations per heatmap band, by histogram
+    seconds: deque[dict[Labels, dict[str, list[int]]]] = field(
+        default_factory=lambda: deque(maxlen=HISTORY_S)
+    )
     events: deque[str] = field(default_factory=lambda: deque(maxlen=200))
     slowing: set[Labels] = field(default_factory=set)  # series with slow operations lately
 
@@ -65,6 +70,17 @@ class View:
         i = options.index(self.group) if self.group in options else 0
         self.group = options[(i + step) % len(options)]
 
+    def histograms(self) -> list[str]:
+        """The latency, then the histograms the series keep beside it (a replay's ``ttfb`` and
+        ``service``)."""
+        series = self.last.series.values() if self.last else ()
+        return [LATENCY, *dict.fromkeys(name for c in series for name in c.beside)]
+
+    def next_histogram(self) -> None:
+        options = self.histograms()
+        i = options.index(self.histogram) if self.histogram in options else -1
+        self.histogram = options[(i + 1) % len(options)]
+
     def add(self, now: Snapshot) -> None:
         """The next snapshot: events, and a heatmap column of the time since the last one."""
         before, self.before, self.last = self.last, self.last, now
@@ -88,7 +104,12 @@ class View:
             elif not slow and key in self.slowing and d.measured:
                 self._event(now, f"{name}: none above {SLOW_TEXT} again")
                 self.slowing.discard(key)
-        self.seconds.append({key: d.bands for key, d in deltas.items()})
+        self.seconds.append(
+            {
+                key: {LATENCY: d.bands, **{name: h.bands for name, h in d.beside.items()}}
+                for key, d in deltas.items()
+            }
+        )
         if now.step != before.step and now.step is not None:
             stimulus = ", ".join(f"{k} {v:g}" for k, v in now.stimulus.items())
             self._event(now, f"step {now.step[0]}/{now.step[1]}: {stimulus}")
@@ -123,8 +144,9 @@ class View:
         out = []
         for second in self.seconds:
             column = [0] * (len(HEAT_EDGES_NS) + 1)
-            for key, bands in second.items():
-                if self.group in (ALL, dict(key).get(self.breakdown)):
+            for key, histograms in second.items():
+                bands = histograms.get(self.histogram)
+                if bands and self.group in (ALL, dict(key).get(self.breakdown)):
                     column = [a + b for a, b in zip(column, bands, strict=True)]
             out.append(column)
         return out
@@ -155,7 +177,16 @@ def _minus(a: Counts, b: Counts) -> Counts:
         a.ops - b.ops,
         a.bytes - b.bytes,
         a.errors - b.errors,
-        [max(0, x - y) for x, y in zip(a.bands, b.bands, strict=True)],
+        _bands_minus(a.bands, b.bands),
         a.latency_sum_s - b.latency_sum_s,
         {k: n for k, n in kinds.items() if n > 0},
+        {
+            name: Latency(_bands_minus(h.bands, was.bands), h.sum_s - was.sum_s)
+            for name, h in a.beside.items()
+            for was in [b.beside.get(name, Latency())]
+        },
     )
+
+
+def _bands_minus(a: list[int], b: list[int]) -> list[int]:
+    return [max(0, x - y) for x, y in zip(a, b, strict=True)]

@@ -295,3 +295,56 @@ fn plans_that_do_not_hold_together_are_refused() {
     );
     assert!(e.err().unwrap().to_string().contains("not an HTTP method"));
 }
+
+#[test]
+fn a_scrape_counts_every_answered_request_from_its_due_time_window_or_not() {
+    // One connection: /b and /c wait behind /hang until its timeout, so their time from the
+    // due time is far from their time from the send.
+    let server = Server::start();
+    let paths = ["/a", "/hang", "/b", "/c"];
+    let handle = Replay::new(
+        plan(&paths, &[0, 1, 2, 3]),
+        Config {
+            max_conns: Some(1),
+            timeout: Duration::from_millis(200),
+            window: (2, 4),
+            ..config(&server)
+        },
+    )
+    .map(Handle::new)
+    .unwrap();
+    handle.start();
+    assert!(handle.wait(WAIT));
+    let edges = [1_000_000, 100_000_000];
+    let progress = handle.progress();
+    let completion = progress.live().latency_so_far(&edges);
+    let [("ttfb", ttfb), ("service", service)] = progress.live_beside(&edges) else {
+        panic!("the histograms beside the latency are ttfb and service");
+    };
+    handle.with_outcome(|o| {
+        let r = &o.as_ref().unwrap().records;
+        let answered = [0, 2, 3];
+        let sum = |from: &[i64], to: &[i64]| answered.iter().map(|&i| to[i] - from[i]).sum::<i64>();
+        for (live, want) in [
+            (&completion, sum(&r.due, &r.done)),
+            (&ttfb, sum(&r.due, &r.first_byte)),
+            (&service, sum(&r.sent, &r.done)),
+        ] {
+            assert_eq!(live.count, 3, "every answered request, the window's or not");
+            // HDR keeps three significant digits.
+            assert!(
+                (live.sum_ns - want as f64).abs() <= want as f64 * 1e-3,
+                "{live:?} {want}"
+            );
+        }
+        assert!(
+            r.sent[2] - r.due[2] >= 200_000_000,
+            "/b waited behind /hang"
+        );
+    });
+    assert!(
+        completion.bands[2] >= 2,
+        "/b and /c took 200 ms from their due time"
+    );
+    assert_eq!(progress.live().errors_by_kind().get("timeout"), Some(&1));
+}
