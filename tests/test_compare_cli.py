@@ -10,7 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from iowatt.cli.compare import _detect
+from iowatt.errors import ConfigError
 from support.cli import assert_user_error, iowatt
 from support.compare import FakeRun, write_runs
 
@@ -94,6 +98,51 @@ def test_cells_with_few_runs_are_flagged(
     assert doc["control"] == "quiet"
 
 
+def test_a_median_interval_short_of_95_percent_says_so_in_every_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three runs: no interval of the median reaches 95 %; [min, max] holds it 75 % of the
+    time, and every output says so."""
+    values = _two_envs(tmp_path, n=3)
+    doc = _json(capsys, "--results", tmp_path)
+    quiet = _cell(doc, "randomread8k", "quiet")
+    assert (quiet["ci_low"], quiet["ci_high"]) == (min(values["quiet"]), max(values["quiet"]))
+    assert {c["ci_coverage"] for c in doc["cells"]} == {0.75}
+    assert any("holds the median with probability 75%" in w for w in doc["warnings"])
+    r = iowatt(capsys, "compare", "--results", tmp_path)
+    assert all("CI 75%" in line for line in r.out.splitlines() if "randomread8k" in line)
+    assert "holds the median with probability 75%" in r.err
+    for fmt in ("markdown", "csv"):
+        r = iowatt(capsys, "compare", "--results", tmp_path, "--format", fmt)
+        assert ("CI 75%" in r.out) if fmt == "markdown" else ("0.75" in r.out)
+    table = list(csv.DictReader(io.StringIO(r.out)))
+    assert {row["ci_coverage"] for row in table} == {"0.75"}
+    # Five runs: [min, max] still, at 93.75 %; ten: [x(2), x(9)] at 97.85 %, no flag.
+    for n, coverage, flagged in ((5, 0.9375, True), (10, 1 - 22 / 1024, False)):
+        values = _two_envs(tmp_path / str(n), n=n)
+        doc = _json(capsys, "--results", tmp_path / str(n))
+        quiet = _cell(doc, "randomread8k", "quiet")
+        assert quiet["ci_coverage"] == pytest.approx(coverage)
+        ranked = sorted(values["quiet"])
+        k = 1 if n == 5 else 2
+        assert (quiet["ci_low"], quiet["ci_high"]) == (ranked[k - 1], ranked[n - k])
+        r = iowatt(capsys, "compare", "--results", tmp_path / str(n))
+        assert ("CI 94%" in r.out) is flagged
+
+
+def test_p_values_are_exact_and_printed_to_two_digits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Five runs against five wholly apart: p = 2/252, shown as 0.0079.
+    _two_envs(tmp_path, n=5)
+    doc = _json(capsys, "--results", tmp_path)
+    rack = _cell(doc, "randomread8k", "rack")
+    assert rack["p_value"] == pytest.approx(2 / 252, rel=1e-12)
+    assert (rack["p_method"], rack["p_error"]) == ("exact", 0.0)
+    r = iowatt(capsys, "compare", "--results", tmp_path)
+    assert " 0.0079 " in next(line for line in r.out.splitlines() if "randomread8k  rack" in line)
+
+
 def test_runs_not_at_equilibrium_are_warned_about(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -123,7 +172,8 @@ def test_the_study_layout_and_every_format(
     table = list(csv.DictReader(io.StringIO(r.out)))
     assert [row["workload"] for row in table] == ["randomread8k", "seqread"]
     assert float(table[0]["rack_diff_pct"]) < -30 and float(table[0]["rack_p_value"]) < 0.01
-    assert set(table[0]) == {"workload", "quiet", "rack", "rack_diff_pct", "rack_p_value"}
+    rack = {"rack", "rack_diff_pct", "rack_p_value", "rack_mde_pct"}
+    assert set(table[0]) == {"workload", "quiet"} | rack
     r = iowatt(capsys, "compare", *args, "--layout", "study", "--format", "markdown")
     lines = r.out.splitlines()
     header = next(line for line in lines if line.startswith("| workload"))
@@ -177,6 +227,24 @@ def test_bad_input_is_one_line_and_exit_2(
     assert_user_error(r, "--slow")
     r = iowatt(capsys, "compare", "--results", tmp_path / "nothing")
     assert_user_error(r, "no results directory")
+    for detect in ("lots", "0", "-5%", "100%", "250", "nan", "5%%"):
+        r = iowatt(capsys, "compare", "--results", tmp_path, "--detect", detect)
+        assert_user_error(r, f"--detect `{detect}`", "between 0 and 100")
+        assert "--detect 5%" in r.err and r.out == ""
+    r = iowatt(capsys, "compare", "--results", tmp_path, "--detect", "1.5%")
+    assert_user_error(r, "--detect `1.5%`", "within the ±2% noise band")
+    assert "--noise" in r.err
+
+
+@pytest.mark.fuzz
+@given(st.text(max_size=12))
+def test_any_detect_is_a_percentage_beyond_the_band_or_one_error(text: str) -> None:
+    try:
+        value = _detect(text, 2.0)
+    except ConfigError as e:
+        assert "--detect" in str(e) and e.hint
+    else:
+        assert 2.0 < value < 100.0
 
 
 def _shifted(results: Path, shift: float, n: int = 10, seed: int = 5) -> None:
@@ -211,10 +279,17 @@ def test_the_legend_names_only_what_the_table_shows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _two_envs(tmp_path)
-    study = iowatt(capsys, "compare", "--results", tmp_path, "--control", "quiet", "--layout",
-                   "study").out.splitlines()[-1]  # fmt: skip
+    args = ("--results", tmp_path, "--control", "quiet", "--layout", "study")
+    study = _legend(iowatt(capsys, "compare", *args).out)
     assert "mann-whitney" in study and "> threshold" not in study and "bootstrap" not in study
     r = iowatt(capsys, "compare", "--results", tmp_path, "--by", "site")
-    legend = r.out.splitlines()[-1]
+    legend = _legend(r.out)
     assert "p <" not in legend and "mann-whitney" not in legend, "one group: no test shown"
-    assert "> threshold" in legend and "bootstrap" in legend
+    assert "detects" not in legend and "bootstrap" not in legend, "nor a difference"
+    assert "> threshold" in legend and "order statistics" in legend
+
+
+def _legend(text: str) -> str:
+    """The footnote under a terminal table, its wrapped lines joined: the lines after the
+    title that the table does not indent."""
+    return " ".join(line for line in text.splitlines()[1:] if not line.startswith(" "))

@@ -82,9 +82,16 @@ def test_a_campaign_report_leads_with_the_comparison_iowatt_compare_prints(
     # The table shows the difference the CSV has, and marks the significant one.
     assert rows["randomread8k"]["significant"] == "True"
     assert rows["seqread"]["significant"] == "False"
-    cells = dict(re.findall(r"<tr><td>(\w+)</td>.*?<td>([^<]*)</td></tr>", html))
-    assert cells["randomread8k"] == f"{float(rows['randomread8k']['diff_pct']):.1f}%*"
-    assert cells["seqread"] == f"{float(rows['seqread']['diff_pct']):.1f}%"
+    # Its columns: workload, quiet, rack, rack vs quiet, rack detects.
+    cell = r"<td>([^<]*)</td>"
+    found = re.findall(rf"<tr><td>(\w+)</td>(?:<td>[^<]*</td>){{2}}{cell}{cell}</tr>", html)
+    cells = {w: (diff, detects) for w, diff, detects in found}
+    for workload, mark in (("randomread8k", "*"), ("seqread", "")):
+        row = rows[workload]
+        assert cells[workload] == (
+            f"{float(row['diff_pct']):.1f}%{mark}",
+            f"≥{float(row['mde_pct']):.1f}%",
+        )
     assert '<figure class="plot" data-plot="forest">' in html
 
 

@@ -46,8 +46,21 @@ from iowatt.warnings import WarningSink
     show_default=True,
     help="A difference is real only when its CI also clears ±this band.",
 )
-@click.option("--resamples", type=int, default=2000, show_default=True, help="Bootstrap draws.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option(
+    "--detect",
+    metavar="PCT",
+    help="Also give the runs per group that would detect this difference (e.g. 5%).",
+)
+@click.option(
+    "--resamples",
+    type=int,
+    default=2000,
+    show_default=True,
+    help="Bootstrap draws (and the permutation test's least random splits past 100,000).",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap and power."
+)
 @click.option("--include-incomplete", is_flag=True, help="Also use runs that stopped early.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 def compare_cmd(
@@ -64,6 +77,7 @@ def compare_cmd(
     test: str,
     alpha: float,
     noise: str,
+    detect: str | None,
     resamples: int,
     seed: int,
     include_incomplete: bool,
@@ -79,12 +93,15 @@ def compare_cmd(
     if resamples < 100:
         raise ConfigError(f"--resamples `{resamples}` is too few", "use at least 1000")
     noise_pct = _noise(noise)
+    detect_pct = None if detect is None else _detect(detect, noise_pct)
     if output is not None:
         check_output(output, "--output")
     filters = Filters(parse_labels(labels), runs, workloads, include_incomplete)
     thresholds = parse_thresholds(slow) if slow else DEFAULT_SLOW_NS
     rows = load_rows(results_dir(results), filters, by, thresholds)
-    settings = Settings(by, control, metric, test, alpha, 0.95, resamples, seed, noise_pct)
+    settings = Settings(
+        by, control, metric, test, alpha, 0.95, resamples, seed, noise_pct, detect_pct
+    )
     comparison = compare(rows, settings)
     if fmt == "html":
         from iowatt.report.compare_page import compare_page  # matplotlib: only for a page
@@ -111,4 +128,23 @@ def _noise(text: str) -> float:
         value = math.nan
     if not 0 <= value < 100:
         raise ConfigError(f"--noise `{text}` is not a percentage from 0 to 100", "e.g. --noise 2%")
+    return value
+
+
+def _detect(text: str, noise_pct: float) -> float:
+    """``5%`` (or ``5``) → 5.0 percent, a difference beyond the noise band."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 100:
+        raise ConfigError(
+            f"--detect `{text}` is not a percentage between 0 and 100", "e.g. --detect 5%"
+        )
+    if value <= noise_pct:
+        raise ConfigError(
+            f"--detect `{text}` is within the ±{noise_pct:g}% noise band: no number of runs "
+            "calls it real",
+            f"ask for more than {noise_pct:g}% (--detect {2 * noise_pct:g}%), or narrow --noise",
+        )
     return value

@@ -1,11 +1,12 @@
 """Host by host: which hosts of a fleet run were slower (or faster) than the fleet.
 
 Each host's sample is its per-second rates (its full seconds: a last, short one is left out);
-its level is their median, with a bootstrap interval (:func:`iowatt.compare.stats.describe`).
+its level is their median, with the distribution-free interval of the median between two order
+statistics (:func:`iowatt.compare.stats.describe`).
 The fleet's level is the median of its hosts' medians — a host that is slow cannot drag the
 reference it is judged against much, as it could a mean. A host is *slower* when its whole
 interval lies below the fleet by more than the noise band, *faster* when above it — given at
-least five full seconds: a bootstrap interval of fewer says little.
+least five full seconds: an interval of fewer says little.
 """
 
 from __future__ import annotations
@@ -37,12 +38,11 @@ class HostLevel:
 
 
 def host_levels(
-    per_second: Mapping[str, Sequence[float]], *, seed: int = 0, noise_pct: float = NOISE_PCT
+    per_second: Mapping[str, Sequence[float]], *, noise_pct: float = NOISE_PCT
 ) -> list[HostLevel]:
     """Each host against the fleet, in the order given; hosts without a full second are left
     out (they have no level)."""
-    rng = np.random.default_rng(seed)
-    described = {h: describe(v, rng=rng) for h, v in per_second.items() if len(v)}
+    described = {h: describe(v) for h, v in per_second.items() if len(v)}
     if not described:
         return []
     fleet = float(np.median([d.median for d in described.values()]))

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from iowatt.compare.data import METRICS, Rows
+from iowatt.compare.power import MAX_RUNS, POWER
+from iowatt.compare.stats import Difference
 from iowatt.compare.table import MIN_RUNS, Cell, Comparison, Settings
 from iowatt.units import format_duration, format_ns, format_rate
 
@@ -47,10 +49,26 @@ def _share(s: float) -> str:
     return "0%" if s == 0 else f"{100 * s:.3g}%"
 
 
-def _p(p: float) -> str:
+def _p(d: Difference) -> str:
+    """Two significant digits (an exact p of 2/252 is 0.0079, not 0.008), and a Monte Carlo
+    p's standard error beside it."""
+    p = d.p_value
     if math.isnan(p):
         return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    text = "<0.0001" if p < 0.0001 else f"{p:.2g}"
+    return f"{text}±{d.p_error:.1g}" if d.p_method == "monte-carlo" else text
+
+
+def _mde(pct: float) -> str:
+    if math.isnan(pct):
+        return "–"
+    return "none" if math.isinf(pct) else f"≥{pct:.1f}%"
+
+
+def _runs(n: int | None) -> str:
+    if n is None:
+        return "–"
+    return f">{MAX_RUNS:,}" if n > MAX_RUNS else f"{n:,}"
 
 
 def _flags(c: Cell, settings: Settings) -> str:
@@ -59,6 +77,8 @@ def _flags(c: Cell, settings: Settings) -> str:
         out.append("*")
     if c.few:
         out.append(f"n<{MIN_RUNS}")
+    if c.short_interval(settings):
+        out.append(f"CI {c.summary.ci_coverage:.0%}")
     if not c.at_equilibrium:
         out.append("not at equilibrium")
     return " ".join(out)
@@ -78,7 +98,9 @@ def _long(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
     ci = f"{round(100 * s.confidence)}% CI"
     header = ["workload", s.by, "n", f"median {METRICS[s.metric][0]}", "IQR", ci]
     if cmp.control is not None:
-        header += [f"vs {cmp.control}", f"{ci} of diff", "p"]
+        header += [f"vs {cmp.control}", f"{ci} of diff", "p", "detects"]
+    if s.detect_pct is not None:
+        header.append(f"runs for {s.detect_pct:g}%")
     header += [f"> {format_ns(t)}" for t in cmp.thresholds_ns] + ["flags"]
     rows = []
     for w in cmp.workloads:
@@ -95,13 +117,20 @@ def _long(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
                 f"{fmt(m.q1)} – {fmt(m.q3)}",
                 f"{fmt(m.ci_low)} – {fmt(m.ci_high)}",
             ]
+            d = c.diff
             if cmp.control is not None:
-                d = c.diff
                 row += (
-                    ["control", "", ""]
+                    ["control", "", "", ""]
                     if d is None
-                    else [_pct(d.pct), f"{_pct(d.ci_low)} – {_pct(d.ci_high)}", _p(d.p_value)]
+                    else [
+                        _pct(d.pct),
+                        f"{_pct(d.ci_low)} – {_pct(d.ci_high)}",
+                        _p(d),
+                        _mde(c.mde_pct),
+                    ]
                 )
+            if s.detect_pct is not None:
+                row.append("" if cmp.control is not None and d is None else _runs(c.runs_to_detect))
             row += [_share(t) for t in c.tails] + [_flags(c, s)]
             rows.append(row)
     return header, rows
@@ -114,7 +143,9 @@ def _study(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
     for g in cmp.groups:
         header.append(f"{g} ({METRICS[s.metric][0]})")
         if cmp.control is not None and g != cmp.control:
-            header.append(f"{g} vs {cmp.control}")
+            header += [f"{g} vs {cmp.control}", f"{g} detects"]
+        if s.detect_pct is not None and g != cmp.control:
+            header.append(f"{g} runs for {s.detect_pct:g}%")
     rows = []
     for w in cmp.workloads:
         row = [w]
@@ -123,10 +154,12 @@ def _study(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
             row.append("–" if c is None else f"{fmt(c.summary.median)} (n={c.summary.n})")
             if cmp.control is not None and g != cmp.control:
                 if c is None or c.diff is None:
-                    row.append("–")
+                    row += ["–", "–"]
                 else:
                     mark = "*" if c.significant(s) else ""
-                    row.append(_pct(c.diff.pct) + mark)
+                    row += [_pct(c.diff.pct) + mark, _mde(c.mde_pct)]
+            if s.detect_pct is not None and g != cmp.control:
+                row.append("–" if c is None else _runs(c.runs_to_detect))
         rows.append(row)
     return header, rows
 
@@ -135,13 +168,29 @@ def legend(cmp: Comparison, layout: str) -> str:
     """The footnote: only what the table of ``layout`` shows."""
     s = cmp.settings
     ci = f"{round(100 * s.confidence)}% CI"
+    often = f"{POWER:.0%} of the time"
     parts = []
+    cells = cmp.cells.values()
     if cmp.control is not None:
         parts.append(
             f"* p < {s.alpha:g} ({s.test}) and the {ci} of the difference outside ±{s.noise_pct:g}%"
         )
+        parts.append(f"detects: the least difference these runs would call real {often}")
+    if s.detect_pct is not None:
+        parts.append(
+            f"runs for {s.detect_pct:g}%: runs per {s.by} that would call a {s.detect_pct:g}% "
+            f"difference real {often}"
+        )
     if layout == "long":
-        parts.append(f"CI: bootstrap of the median, {s.resamples} resamples")
+        if any(c.diff and c.diff.p_method == "monte-carlo" for c in cells):
+            parts.append("p±e: random splits, with their standard error")
+        parts.append("CI: order statistics of the median")
+        if cmp.control is not None:
+            parts.append(f"CI of diff: bootstrap, {s.resamples} resamples")
+        if any(c.short_interval(s) for c in cells):
+            parts.append(
+                f"CI n%: [min, max], holding the median n% of the time (too few runs for a {ci})"
+            )
         if cmp.thresholds_ns:
             parts.append("> threshold: share of operations above it")
     return "; ".join(parts)
@@ -171,9 +220,9 @@ def _text(cmp: Comparison, layout: str) -> str:
     for row in body:
         table.add_row(*row)
     console = Console(file=io.StringIO(), width=max(100, 12 * len(header)), color_system=None)
-    console.print(title(cmp))
+    console.print(title(cmp), markup=False)
     console.print(table)
-    console.print(legend(cmp, layout))
+    console.print(legend(cmp, layout), markup=False)
     return console.file.getvalue()  # type: ignore[attr-defined, no-any-return]
 
 
@@ -203,7 +252,9 @@ def _csv(cmp: Comparison, layout: str) -> str:
         for g in cmp.groups:
             header.append(g)
             if cmp.control is not None and g != cmp.control:
-                header += [f"{g}_diff_pct", f"{g}_p_value"]
+                header += [f"{g}_diff_pct", f"{g}_p_value", f"{g}_mde_pct"]
+            if cmp.settings.detect_pct is not None and g != cmp.control:
+                header.append(f"{g}_runs_to_detect")
         writer.writerow(header)
         for w in cmp.workloads:
             row: list[Any] = [w]
@@ -212,7 +263,9 @@ def _csv(cmp: Comparison, layout: str) -> str:
                 row.append(_num(c.summary.median) if c else "")
                 if cmp.control is not None and g != cmp.control:
                     d = c.diff if c else None
-                    row += [_num(d.pct), _num(d.p_value)] if d else ["", ""]
+                    row += [_num(d.pct), _num(d.p_value), _mde_num(c)] if c and d else ["", "", ""]
+                if cmp.settings.detect_pct is not None and g != cmp.control:
+                    row.append("" if c is None or c.runs_to_detect is None else c.runs_to_detect)
             writer.writerow(row)
         return out.getvalue()
     cells = [cell_record(cmp, c) for c in cmp.cells.values()]
@@ -231,6 +284,14 @@ def _nan_none(v: float) -> float | None:
     return None if math.isnan(v) else float(v)
 
 
+def _mde_num(c: Cell) -> float | str:
+    return "" if not math.isfinite(c.mde_pct) else c.mde_pct
+
+
+def _detectable(c: Cell) -> bool | None:
+    return None if math.isnan(c.mde_pct) else math.isfinite(c.mde_pct)
+
+
 def cell_record(cmp: Comparison, c: Cell) -> dict[str, Any]:
     """A cell as flat fields (CSV columns and JSON objects share them)."""
     m, d = c.summary, c.diff
@@ -244,11 +305,18 @@ def cell_record(cmp: Comparison, c: Cell) -> dict[str, Any]:
         "q3": _nan_none(m.q3),
         "ci_low": _nan_none(m.ci_low),
         "ci_high": _nan_none(m.ci_high),
+        "ci_coverage": _nan_none(m.ci_coverage),
         "diff_pct": _nan_none(d.pct) if d else None,
         "diff_ci_low": _nan_none(d.ci_low) if d else None,
         "diff_ci_high": _nan_none(d.ci_high) if d else None,
         "p_value": _nan_none(d.p_value) if d else None,
+        "p_method": d.p_method if d else None,
+        "p_error": d.p_error if d else None,
         "significant": c.significant(cmp.settings) if d else None,
+        "run_noise_pct": _nan_none(100.0 * c.noise),
+        "mde_pct": c.mde_pct if math.isfinite(c.mde_pct) else None,
+        "detectable": _detectable(c),
+        "runs_to_detect": c.runs_to_detect,
         "few_runs": c.few,
         "at_equilibrium": c.at_equilibrium,
     }
@@ -266,6 +334,8 @@ def to_json(cmp: Comparison, rows: Rows) -> dict[str, Any]:
         "test": s.test,
         "alpha": s.alpha,
         "noise_pct": s.noise_pct,
+        "power": POWER,
+        "detect_pct": s.detect_pct,
         "confidence": s.confidence,
         "resamples": s.resamples,
         "seed": s.seed,

@@ -1,17 +1,20 @@
 """The comparison table: per workload × group (an environment, by default), the spread over
-repeated runs, whether the difference to a control group is real, the tail fractions, and
-whether the runs had reached equilibrium.
+repeated runs, whether the difference to a control group is real, the smallest difference the
+runs could have found, the tail fractions, and whether the runs had reached equilibrium.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from iowatt.compare.data import METRICS, Rows
 from iowatt.compare.latent import Finding, analyse_series
+from iowatt.compare.power import detectable_effect, fewest_runs, log_noise, runs_to_detect
 from iowatt.compare.stats import Difference, Summary, describe, difference
 from iowatt.errors import ConfigError
 from iowatt.warnings import Kind, RunWarning
@@ -34,6 +37,8 @@ class Settings:
     seed: int = 0
     # A difference is real only when it is significant and its CI clears ±noise_pct.
     noise_pct: float = 2.0
+    # With it, each comparison row also gives the runs per group that detect this % difference.
+    detect_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -48,10 +53,22 @@ class Cell:
     # Share of the cell's operations above each threshold, pooled over its runs (exact).
     tails: tuple[float, ...]
     findings: tuple[Finding, ...]
+    # The run-to-run noise of the comparison (iowatt.compare.power.log_noise: against the
+    # control's runs, or the cell's own without a control), the smallest difference the design
+    # detects 80 % of the time under both gates (inf: none; nan: unknown, or no comparison), and
+    # with --detect the runs per group that detect that difference (None: unknown).
+    noise: float = math.nan
+    mde_pct: float = math.nan
+    runs_to_detect: int | None = None
 
     @property
     def few(self) -> bool:
         return self.summary.n < MIN_RUNS
+
+    def short_interval(self, settings: Settings) -> bool:
+        """Whether the median's interval covers less than the confidence asked (too few runs
+        for an interval between order statistics to reach it)."""
+        return self.summary.ci_coverage < settings.confidence
 
     @property
     def at_equilibrium(self) -> bool:
@@ -90,11 +107,30 @@ class Comparison:
         thin = [f"{w} [{by}={g}]" for (w, g), c in self.cells.items() if c.few]
         if thin:
             out.append(
-                f"fewer than {MIN_RUNS} runs in {len(thin)} cell(s) ({', '.join(thin[:4])}"
-                + (" …" if len(thin) > 4 else "")
-                + "): their confidence intervals and tests are weak"
+                f"fewer than {MIN_RUNS} runs in {len(thin)} cell(s) ({_some(thin)}"
+                "): their confidence intervals and tests are weak"
+            )
+        s = self.settings
+        short = [c for c in self.cells.values() if c.short_interval(s)]
+        if short:
+            covers = sorted({f"{c.summary.ci_coverage:.0%}" for c in short})
+            out.append(
+                f"{len(short)} cell(s) have too few runs for a {s.confidence:.0%} interval of the "
+                f"median ({_some([f'{c.workload} [{by}={c.group}]' for c in short])}): their "
+                f"CI is [min, max], which holds the median with probability {', '.join(covers)}"
+            )
+        blind = [c for c in self.cells.values() if c.mde_pct == math.inf]
+        if blind:
+            out.append(
+                f"{len(blind)} comparison(s) have too few runs for p < {s.alpha:g} "
+                f"({_some([f'{c.workload} [{by}={c.group}]' for c in blind])}): no difference "
+                f"can be called real, however large; {fewest_runs(s.alpha)} runs per {by} can"
             )
         return out
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (" …" if len(names) > 4 else "")
 
 
 def compare(rows: Rows, settings: Settings) -> Comparison:
@@ -143,12 +179,11 @@ def compare(rows: Rows, settings: Settings) -> Comparison:
                 group=group,
                 run_ids=tuple(rows.run_id[idx].tolist()),
                 values=x,
-                summary=describe(
-                    x, confidence=settings.confidence, resamples=settings.resamples, rng=rng
-                ),
+                summary=describe(x, confidence=settings.confidence),
                 diff=diff,
                 tails=_pooled_tails(rows, idx),
                 findings=tuple(f for f in findings if f.env == group),
+                **_power(x, control_values if control is not None else None, diff, settings),
             )
     comparison = Comparison(settings, control, rows.thresholds_ns, workloads, groups, cells)
     if rows.unlabelled:
@@ -156,6 +191,42 @@ def compare(rows: Rows, settings: Settings) -> Comparison:
             f"{rows.unlabelled} selected run(s) have no `{settings.by}` label and are left out"
         )
     return comparison
+
+
+def _power(
+    x: npt.NDArray[np.float64],
+    control: npt.NDArray[np.float64] | None,
+    diff: Difference | None,
+    settings: Settings,
+) -> dict[str, Any]:
+    """The cell's noise, minimum detectable effect and, with --detect, runs to detect: for a
+    comparison row against the control's runs; without a control, from the cell's own runs
+    (as if another group had the same noise); nothing for the control's own row."""
+    if control is not None and diff is None:
+        return {}
+    sigma = log_noise(x) if control is None else log_noise(x, control)
+    s = settings
+    out: dict[str, Any] = {"noise": sigma}
+    if control is not None:
+        out["mde_pct"] = detectable_effect(
+            x.size,
+            control.size,
+            sigma,
+            noise_pct=s.noise_pct,
+            alpha=s.alpha,
+            confidence=s.confidence,
+            seed=s.seed,
+        )
+    if s.detect_pct is not None:
+        out["runs_to_detect"] = runs_to_detect(
+            s.detect_pct,
+            sigma,
+            noise_pct=s.noise_pct,
+            alpha=s.alpha,
+            confidence=s.confidence,
+            seed=s.seed,
+        )
+    return out
 
 
 def _groups_in_order(rows: Rows) -> list[str]:
