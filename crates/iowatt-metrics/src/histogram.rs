@@ -71,6 +71,29 @@ impl LatencyHistogram {
         let _ = self.hist.record(v);
     }
 
+    /// Records the `n` values `low`, `low + step`, … a bucket at a time: an open-loop run's
+    /// operations never issued are such a series, and a stalled device can leave millions.
+    pub fn record_steps(&mut self, low: u64, step: u64, n: u64) {
+        let mut i = 0;
+        while i < n {
+            let v = low.saturating_add(step.saturating_mul(i));
+            let left = n - i;
+            let k = if v > MAX_NS {
+                self.saturated += left;
+                left
+            } else {
+                let top = self.hist.highest_equivalent(v.max(1)).min(MAX_NS);
+                match (top - v).checked_div(step) {
+                    Some(q) => (q + 1).min(left),
+                    None => left,
+                }
+            };
+            // Cannot fail: the value is within the bounds the histogram was built with.
+            let _ = self.hist.record_n(v.clamp(1, MAX_NS), k);
+            i += k;
+        }
+    }
+
     pub fn merge(&mut self, other: &LatencyHistogram) {
         self.hist
             .add(&other.hist)
@@ -232,6 +255,29 @@ mod tests {
         assert_eq!(h.count(), data.len() as u64);
         assert_close(h.max(), *sorted.last().unwrap(), "max");
         assert_close(h.min(), sorted[0], "min");
+    }
+
+    #[test]
+    fn a_series_recorded_at_once_equals_its_values_recorded_one_by_one() {
+        for (low, step, n) in [
+            (0, 1, 5_000),
+            (1_000, 7, 100_000),
+            (3, 5_000_000, 30_000),
+            (MAX_NS - 10_000, 3_000, 20),
+            (500, 0, 1_000),
+        ] {
+            let mut once = LatencyHistogram::new();
+            once.record_steps(low, step, n);
+            let mut each = LatencyHistogram::new();
+            (0..n).for_each(|i| each.record(low + step * i));
+            assert_eq!(
+                once.buckets(),
+                each.buckets(),
+                "{low} + {step}·i, {n} values"
+            );
+            assert_eq!(once.saturated(), each.saturated());
+            assert_eq!((once.min(), once.max()), (each.min(), each.max()));
+        }
     }
 
     #[test]

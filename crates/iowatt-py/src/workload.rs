@@ -137,6 +137,20 @@ fn output_dict<'py>(
         })
         .collect::<PyResult<Vec<_>>>()?;
     d.set_item("flowops", flowops)?;
+    let open_loop = out
+        .open_loop
+        .as_ref()
+        .map(|o| {
+            let od = PyDict::new(py);
+            od.set_item("rate", o.rate)?;
+            od.set_item("events", o.events)?;
+            od.set_item("drained", o.drained)?;
+            od.set_item("not_issued", o.not_issued)?;
+            od.set_item("outstanding", o.outstanding)?;
+            Ok::<_, PyErr>(od)
+        })
+        .transpose()?;
+    d.set_item("open_loop", open_loop)?;
     let iv = PyDict::new(py);
     let rows = &out.intervals;
     iv.set_item("t_ns", rows.iter().map(|r| r.t_ns).collect::<Vec<_>>())?;

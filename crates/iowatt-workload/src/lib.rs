@@ -31,12 +31,13 @@ use std::sync::Arc;
 use iowatt_metrics::Work;
 
 pub use error::WorkloadError;
-pub use output::{FlowopOutput, Output, Status};
+pub use output::{FlowopOutput, OpenLoop, Output, Status};
 pub use personality::FileIo;
 pub use progress::{Phase, Progress, ProgressSnapshot};
 pub use run::{run, validate};
 pub use spec::{
     Engine, FileSpec, FilesetSpec, Flowop, OpKind, Quit, SizeDist, ThreadSpec, Workload,
+    DEFAULT_DRAIN_NS,
 };
 
 impl Work for Workload {

@@ -39,6 +39,25 @@ pub struct Output {
     /// CPU time of the worker threads during the measured phase.
     pub cpu_usr_ns: u64,
     pub cpu_sys_ns: u64,
+    /// A run with a schedule: how it kept it. `None` for a closed loop.
+    pub open_loop: Option<OpenLoop>,
+}
+
+/// How an open-loop run kept its schedule to its deadline. Drained operations are part of the
+/// flowops' totals; those never issued or still outstanding when the drain ended are not, but
+/// their lateness is in [`Output::histogram`] and in the last interval's latencies.
+#[derive(Debug, Clone)]
+pub struct OpenLoop {
+    /// Requested: I/O operations per second (a rate), or events per second (an event
+    /// generator, when `events` is set).
+    pub rate: f64,
+    /// Events taken from the event generator before the deadline.
+    pub events: Option<u64>,
+    pub drained: u64,
+    pub not_issued: u64,
+    pub outstanding: u64,
+    /// The lateness of the operations not issued or outstanding.
+    pub late: LatencyHistogram,
 }
 
 impl FlowopOutput {
@@ -66,10 +85,14 @@ impl Output {
         self.flowops.iter().map(|f| f.errors).sum()
     }
 
-    /// The I/O flowops merged: the workload's latency distribution.
+    /// The I/O flowops merged, with an open loop's lateness of the operations it never
+    /// completed: the workload's latency distribution.
     pub fn histogram(&self) -> LatencyHistogram {
         let mut all = LatencyHistogram::new();
         self.io().for_each(|f| all.merge(&f.hist));
+        if let Some(open) = &self.open_loop {
+            all.merge(&open.late);
+        }
         all
     }
 }

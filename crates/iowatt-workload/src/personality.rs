@@ -48,6 +48,9 @@ pub struct FileIo {
     pub slow_ns: Vec<u64>,
     #[serde(default)]
     pub heat_ns: Vec<u64>,
+    /// With a rate: how long operations in flight at the deadline are waited for.
+    #[serde(default)]
+    pub drain_ns: Option<u64>,
 }
 
 impl FileIo {
@@ -104,6 +107,7 @@ impl FileIo {
             filesets: Vec::new(),
             eventgen_rate: None,
             quit: Default::default(),
+            drain_ns: self.drain_ns,
         })
     }
 

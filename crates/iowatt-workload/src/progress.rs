@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 
-use iowatt_metrics::LiveTally;
+use iowatt_metrics::{now_ns, LiveTally};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -52,6 +52,9 @@ struct Shared {
     cancel: AtomicBool,
     /// Set by a worker that hit a fatal error, so the others stop too.
     abort: AtomicBool,
+    /// CLOCK_MONOTONIC ns of the first cancel or abort (0: none): where a run with a schedule
+    /// stops counting operations due.
+    stopped_ns: AtomicU64,
     prepared_bytes: AtomicU64,
     prepare_total: AtomicU64,
     ops: AtomicU64,
@@ -92,7 +95,23 @@ impl Progress {
 
     /// Ask the engine to stop; it finishes in-flight I/O and returns what it measured.
     pub fn cancel(&self) {
+        self.mark_stopped();
         self.0.cancel.store(true, Relaxed);
+    }
+
+    fn mark_stopped(&self) {
+        let _ = self
+            .0
+            .stopped_ns
+            .compare_exchange(0, now_ns(), Relaxed, Relaxed);
+    }
+
+    /// When the run was asked to stop before its deadline; `u64::MAX` if it was not.
+    pub(crate) fn stopped_at(&self) -> u64 {
+        match self.0.stopped_ns.load(Relaxed) {
+            0 => u64::MAX,
+            t => t,
+        }
     }
 
     pub fn is_cancelled(&self) -> bool {
@@ -119,6 +138,7 @@ impl Progress {
     }
 
     pub(crate) fn abort(&self) {
+        self.mark_stopped();
         self.0.abort.store(true, Relaxed);
     }
 

@@ -8,18 +8,19 @@ use std::os::unix::io::AsRawFd;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use iowatt_metrics::{now_ns, realtime_ns};
+use iowatt_metrics::{now_ns, realtime_ns, IntervalAccum};
 
 use crate::collector::Collector;
 use crate::error::WorkloadError;
 use crate::interp::{Interp, Shared};
 use crate::offsets::Offsets;
-use crate::output::{FlowopOutput, Output, Status};
+use crate::output::{FlowopOutput, OpenLoop, Output, Status};
 use crate::populate::populate;
 use crate::prepare::{open_for, prepare};
 use crate::progress::{Phase, Progress};
-use crate::recorder::{FlowopTotals, Recorder};
+use crate::recorder::{Backlog, FlowopTotals, IntervalMsg, Recorder, Window};
 use crate::spec::{Engine, FileSpec, Flowop, OpKind, ThreadSpec, Workload};
+use crate::sync::EventBacklog;
 use crate::worker::{thread_cpu_ns, BoundFlowop, Schedule, Worker};
 use iowatt_metrics::Rng;
 
@@ -33,6 +34,8 @@ pub(crate) struct Frame {
     pub(crate) end: u64,
     /// Per-thread interval between operations when the workload has a rate.
     period: Option<u64>,
+    /// With a schedule: how long operations in flight at the deadline are waited for.
+    drain_ns: Option<u64>,
     workers: usize,
 }
 
@@ -52,6 +55,7 @@ impl Frame {
             period: w
                 .rate
                 .map(|r| (workers as f64 * 1e9 / r).round().max(1.0) as u64),
+            drain_ns: w.drain_ns(),
             workers,
         }
     }
@@ -72,6 +76,7 @@ pub(crate) struct Seat<'w> {
 struct WorkerResult {
     /// Totals per flowop, keyed by the flowop's workload-wide id.
     flowops: Vec<(usize, FlowopTotals)>,
+    backlog: Backlog,
     errors_by_kind: BTreeMap<String, u64>,
     cpu: (u64, u64),
     fatal: Option<String>,
@@ -95,6 +100,7 @@ impl WorkerResult {
                 .enumerate()
                 .map(|(i, totals)| (base + i, totals))
                 .collect(),
+            backlog: std::mem::take(&mut recorder.backlog),
             errors_by_kind: std::mem::take(&mut recorder.errors_by_kind),
             cpu,
             fatal,
@@ -131,6 +137,7 @@ pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadE
             progress: progress.clone(),
             measure_start: frame.measure_start,
             stop_at: frame.end,
+            drain_ns: frame.drain_ns.unwrap_or(0),
             cpu_start: None,
             fatal: None,
         };
@@ -147,7 +154,7 @@ pub fn run(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadE
         };
         WorkerResult::new(w.recorder, base, w.cpu_start, w.fatal, engine_error)
     };
-    execute(workload, progress, &frame, setup, body)
+    execute(workload, progress, &frame, setup, body, |_| None)
 }
 
 fn run_filesets(workload: &Workload, progress: &Progress) -> Result<Output, WorkloadError> {
@@ -170,6 +177,7 @@ fn run_filesets(workload: &Workload, progress: &Progress) -> Result<Output, Work
             ))
         },
         body,
+        |cutoff| shared.event_backlog(cutoff),
     )
 }
 
@@ -214,13 +222,14 @@ fn wait_for(start: u64) {
 }
 
 /// Sets up every thread instance, runs them on one clock while collecting intervals, and
-/// merges their results.
+/// merges their results; `events` tells an event generator's backlog once they have ended.
 fn execute<'w, T: Send>(
     workload: &'w Workload,
     progress: &Progress,
     frame: &Frame,
     mut setup: impl FnMut(Seat<'w>) -> Result<T, WorkloadError>,
     body: impl Fn(T) -> WorkerResult + Sync,
+    events: impl FnOnce(u64) -> Option<EventBacklog>,
 ) -> Result<Output, WorkloadError> {
     // Flowops are numbered workload-wide so per-flowop results merge across instances.
     let mut flowops: Vec<FlowopOutput> = Vec::new();
@@ -245,8 +254,11 @@ fn execute<'w, T: Send>(
         let recorder = Recorder::new(
             w,
             thread.flowops.len(),
-            frame.measure_start,
-            frame.end,
+            Window {
+                start: frame.measure_start,
+                end: frame.end,
+                drain_ns: frame.drain_ns,
+            },
             workload.interval_ns,
             tx.clone(),
             progress.clone(),
@@ -275,12 +287,19 @@ fn execute<'w, T: Send>(
         workload.heat_ns.clone(),
     );
     let mut stopped_at = None;
-    let results: Vec<WorkerResult> = std::thread::scope(|scope| {
+    let mut results: Vec<(usize, WorkerResult)> = std::thread::scope(|scope| {
         let body = &body;
-        let handles: Vec<_> = workers
-            .into_iter()
-            .map(|t| scope.spawn(move || body(t)))
-            .collect();
+        // Results come back on a channel rather than by joining: a thread that gave up on
+        // io_uring operations a stalled device still holds cannot exit until they end (the
+        // kernel waits for them), and the run must not wait with it.
+        let (done_tx, done_rx) = mpsc::channel();
+        for (w, t) in workers.into_iter().enumerate() {
+            let done_tx = done_tx.clone();
+            scope.spawn(move || {
+                let _ = done_tx.send((w, body(t)));
+            });
+        }
+        drop(done_tx);
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(msg) => {
@@ -299,12 +318,30 @@ fn execute<'w, T: Send>(
                 progress.set_phase(Phase::Finishing);
             }
         }
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("worker thread panicked"))
-            .collect()
+        done_rx.iter().collect()
     });
+    results.sort_by_key(|(w, _)| *w);
 
+    let mut backlog = Backlog::default();
+    let cutoff = frame.end.min(progress.stopped_at());
+    let events = events(cutoff);
+    let missed = events.and_then(|e| e.missed);
+    if let Some(missed) = missed.filter(|_| cutoff > frame.measure_start) {
+        // The events nobody took count at the cutoff, in its interval, as a worker's own
+        // operations never issued do.
+        let mut accum = IntervalAccum::default();
+        missed.record_late(cutoff, &mut accum.hist);
+        backlog.late.merge(&accum.hist);
+        backlog.not_issued += missed.n;
+        let index = (cutoff - 1 - frame.measure_start) / workload.interval_ns;
+        collector.add(IntervalMsg {
+            worker: 0,
+            // A stopped run's workers may have finished its interval already.
+            index: index.max(collector.rows.len() as u64),
+            accum,
+            last: true,
+        });
+    }
     let stopped_at = stopped_at.unwrap_or(frame.end).min(frame.end);
     let measured_ns = stopped_at.saturating_sub(frame.measure_start);
     let mut output = Output {
@@ -317,8 +354,9 @@ fn execute<'w, T: Send>(
         errors_by_kind: Default::default(),
         cpu_usr_ns: 0,
         cpu_sys_ns: 0,
+        open_loop: None,
     };
-    for r in results {
+    for (_, r) in results {
         if let Some(e) = r.engine_error {
             return Err(e);
         }
@@ -329,6 +367,7 @@ fn execute<'w, T: Send>(
             f.errors += t.errors;
             f.hist.merge(&t.hist);
         }
+        backlog.merge(&r.backlog);
         for (k, v) in r.errors_by_kind {
             *output.errors_by_kind.entry(k).or_insert(0) += v;
         }
@@ -341,6 +380,14 @@ fn execute<'w, T: Send>(
     if output.status == Status::Complete && progress.is_cancelled() && stopped_at < frame.end {
         output.status = Status::Cancelled;
     }
+    output.open_loop = workload.schedule().map(|rate| OpenLoop {
+        rate,
+        events: events.map(|e| e.taken),
+        drained: backlog.drained,
+        not_issued: backlog.not_issued,
+        outstanding: backlog.outstanding,
+        late: backlog.late,
+    });
     output.flowops = merge_same_names(flowops);
     progress.set_phase(Phase::Done);
     Ok(output)

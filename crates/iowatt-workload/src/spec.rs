@@ -376,7 +376,14 @@ pub struct Workload {
     pub eventgen_rate: Option<f64>,
     #[serde(default)]
     pub quit: Quit,
+    /// With a schedule: how long operations in flight at the deadline are waited for before
+    /// they count as outstanding; `None` is [`DEFAULT_DRAIN_NS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_ns: Option<u64>,
 }
+
+/// Ten seconds: a device answering within it is measured, however late.
+pub const DEFAULT_DRAIN_NS: u64 = 10_000_000_000;
 
 fn default_interval_ns() -> u64 {
     1_000_000_000
@@ -389,5 +396,25 @@ pub fn default_slow_ns() -> Vec<u64> {
 impl Workload {
     pub fn total_threads(&self) -> u32 {
         self.threads.iter().map(|t| t.instances).sum()
+    }
+
+    /// The rate of the run's schedule, if it has one (it is then an open loop): its `rate`
+    /// in I/O operations per second, or its event generator's, in events per second, when a
+    /// flowop takes events from it.
+    pub fn schedule(&self) -> Option<f64> {
+        let limited = self.threads.iter().flat_map(|t| &t.flowops).any(|f| {
+            matches!(
+                f.kind,
+                OpKind::EventLimit | OpKind::OpsLimit | OpKind::IopsLimit | OpKind::BwLimit
+            )
+        });
+        self.rate.or(self
+            .eventgen_rate
+            .filter(|&r| r > 0.0 && limited && !self.filesets.is_empty()))
+    }
+
+    pub(crate) fn drain_ns(&self) -> Option<u64> {
+        self.schedule()
+            .map(|_| self.drain_ns.unwrap_or(DEFAULT_DRAIN_NS))
     }
 }

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use iowatt_metrics::now_ns;
 
+use crate::recorder::Missed;
+
 const TICK: Duration = Duration::from_millis(50);
 
 /// A poisoned lock is still usable: the data it guards are counters and flags.
@@ -52,6 +54,34 @@ impl EventGen {
         }
     }
 
+    /// When event `k` (from 1) is generated.
+    fn due(&self, k: u64) -> u64 {
+        self.start_ns + (k as f64 * self.period_ns) as u64
+    }
+
+    /// The events generated before `cutoff`: how many were taken, and those never taken.
+    pub fn backlog(&self, cutoff: u64) -> EventBacklog {
+        if cutoff <= self.start_ns {
+            return EventBacklog::default();
+        }
+        let mut n = ((cutoff - self.start_ns) as f64 / self.period_ns) as u64;
+        while n > 0 && self.due(n) >= cutoff {
+            n -= 1;
+        }
+        while self.due(n + 1) < cutoff {
+            n += 1;
+        }
+        // Events are handed out in order, and a thread given one due before the cutoff gets
+        // it (the run stops no earlier): every event claimed up to `n` was taken.
+        let taken = self.taken.load(std::sync::atomic::Ordering::Relaxed).min(n);
+        let missed = (taken < n).then(|| Missed {
+            first: self.due(taken + 1),
+            step: self.period_ns.round() as u64,
+            n: n - taken,
+        });
+        EventBacklog { taken, missed }
+    }
+
     /// Waits until `n` more events have been generated and takes them; false if the run
     /// stopped first.
     pub fn take(&self, n: u64, stopping: &dyn Fn() -> bool) -> bool {
@@ -62,6 +92,13 @@ impl EventGen {
         let due = self.start_ns + (last as f64 * self.period_ns) as u64;
         sleep_until(due, stopping)
     }
+}
+
+/// An event generator's events before a cutoff: how many were taken, and those never taken.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EventBacklog {
+    pub taken: u64,
+    pub missed: Option<Missed>,
 }
 
 /// Sleeps until CLOCK_MONOTONIC `due`; false if `stopping` said so first.
@@ -182,6 +219,31 @@ impl Gate {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn the_events_due_before_a_cutoff_were_taken_or_are_its_backlog() {
+        let backlog = |taken, missed: Option<(u64, u64, u64)>| EventBacklog {
+            taken,
+            missed: missed.map(|(first, step, n)| Missed { first, step, n }),
+        };
+        // 3 events/s from t = 0: events 1 to 5 are due before 2 s (at 333 ms, 667 ms … 1.667 s).
+        let events = EventGen::new(3.0, 0);
+        assert_eq!(events.backlog(0), backlog(0, None));
+        let period = 333_333_333;
+        assert_eq!(
+            events.backlog(2_000_000_000),
+            backlog(0, Some((period, period, 5)))
+        );
+        events.taken.store(2, SeqCst);
+        assert_eq!(
+            events.backlog(2_000_000_000),
+            backlog(2, Some((1_000_000_000, period, 3)))
+        );
+        // An event due exactly at the cutoff is not before it; one claimed after it never was.
+        assert_eq!(events.backlog(1_000_000_000), backlog(2, None));
+        events.taken.store(9, SeqCst);
+        assert_eq!(events.backlog(2_000_000_000), backlog(5, None));
+    }
 
     #[test]
     fn a_block_waits_for_enough_posts() {

@@ -1,7 +1,10 @@
 //! The per-thread I/O loops. Each thread cycles through its flowops; psync keeps one operation
 //! in flight, io_uring keeps `iodepth`. With a rate, operation i is due at start + i·period and
 //! its latency counts from that due time (open loop), so a stalled device shows up as latency
-//! instead of as fewer, faster samples.
+//! instead of as fewer, faster samples — to the last operation: at the deadline the thread
+//! stops issuing, counts the operations due that it never issued, and waits for those in
+//! flight until the drain ends. A psync thread cannot abandon a system call: one blocked past
+//! the drain ends the thread when it returns, and counts as outstanding at the drain's end.
 
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
@@ -14,7 +17,7 @@ use crate::buffers::AlignedBuf;
 use crate::error::{is_fatal, WorkloadError};
 use crate::offsets::Offsets;
 use crate::progress::Progress;
-use crate::recorder::Recorder;
+use crate::recorder::{Missed, Recorder};
 use iowatt_metrics::Rng;
 
 /// One flowop as a thread executes it: its own fd, offsets and buffer size.
@@ -72,6 +75,16 @@ impl Schedule {
     fn wait_hint(&self, now: u64) -> u64 {
         self.next.saturating_sub(now)
     }
+
+    /// The operations due before `cutoff` and not taken.
+    fn backlog(&self, cutoff: u64) -> Option<Missed> {
+        let p = self.period?;
+        (self.next < cutoff).then(|| Missed {
+            first: self.next,
+            step: p,
+            n: (cutoff - self.next - 1) / p + 1,
+        })
+    }
 }
 
 pub struct Worker {
@@ -81,6 +94,8 @@ pub struct Worker {
     pub progress: Progress,
     pub measure_start: u64,
     pub stop_at: u64,
+    /// How long operations in flight at the deadline are waited for (with a rate).
+    pub drain_ns: u64,
     /// Thread CPU time (user, system) when the measured phase began.
     pub cpu_start: Option<(u64, u64)>,
     /// Set when an error made the thread stop: the errno and what it was doing.
@@ -96,8 +111,18 @@ impl Worker {
         now >= self.stop_at || self.progress.is_stopping()
     }
 
-    fn fail(&mut self, flowop: usize, now: u64, errno: i32) {
-        self.recorder.failed(flowop, now, errno);
+    /// Where this thread stopped issuing (the deadline, or when the run was stopped); with a
+    /// rate, the operations due before then that it never issued are counted.
+    fn stopped_issuing(&mut self, now: u64) -> u64 {
+        let cutoff = now.min(self.stop_at).min(self.progress.stopped_at());
+        if let Some(missed) = self.schedule.backlog(cutoff) {
+            self.recorder.not_issued(missed, cutoff);
+        }
+        cutoff
+    }
+
+    fn fail(&mut self, flowop: usize, due: u64, now: u64, errno: i32) {
+        self.recorder.failed(flowop, due, now, errno);
         if is_fatal(errno) {
             let op = if self.flowops[flowop].write {
                 "write"
@@ -125,10 +150,10 @@ impl Worker {
     pub fn run_psync(&mut self, rng: &mut Rng) {
         let mut buf = AlignedBuf::new(self.max_iosize(), rng);
         let mut i = 0;
-        loop {
+        let stopped = loop {
             let now = now_ns();
             if self.should_stop(now) {
-                break;
+                break now;
             }
             let Some(due) = self.schedule.take(now) else {
                 self.pace(now);
@@ -149,28 +174,43 @@ impl Worker {
             let done = now_ns();
             if res < 0 {
                 let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-                self.fail(i, done, errno);
+                self.fail(i, due, done, errno);
             } else {
                 self.recorder.ok(i, due, done, res as u64);
             }
             i = (i + 1) % self.flowops.len();
-        }
+        };
+        self.stopped_issuing(stopped);
     }
 
     pub fn run_uring(&mut self, depth: u32, rng: &mut Rng) -> Result<(), WorkloadError> {
         let mut ring = new_ring(depth.next_power_of_two())?;
         let size = self.max_iosize();
         let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(size, rng)).collect();
-        // Per slot: (flowop, due time); a free slot is on `free`.
-        let mut slots: Vec<(usize, u64)> = vec![(0, 0); depth as usize];
+        // Per slot: (flowop, due time) of the operation in it; a free slot is on `free`.
+        let mut slots: Vec<Option<(usize, u64)>> = vec![None; depth as usize];
         let mut free: Vec<usize> = (0..depth as usize).rev().collect();
         let mut next_flowop = 0;
         let mut inflight = 0usize;
         let mut completed: Vec<(u64, i32)> = Vec::with_capacity(depth as usize);
+        // Open loop: when the operations still in flight stop being waited for.
+        let mut drain_end = None;
+        let mut abandoned = false;
         let outcome = loop {
             let now = now_ns();
             let stopping = self.should_stop(now);
+            if stopping && drain_end.is_none() && self.recorder.open_loop() {
+                let cutoff = self.stopped_issuing(now);
+                drain_end = Some(cutoff.saturating_add(self.drain_ns));
+            }
             if stopping && inflight == 0 {
+                break Ok(());
+            }
+            if let Some(end) = drain_end.filter(|&end| now >= end) {
+                for &(_, due) in slots.iter().flatten() {
+                    self.recorder.outstanding(due, end);
+                }
+                abandoned = true;
                 break Ok(());
             }
             let mut submit_error = None;
@@ -190,7 +230,7 @@ impl Worker {
                     } else {
                         opcode::Read::new(fd, ptr, len).offset(off).build()
                     };
-                    slots[slot] = (next_flowop, due);
+                    slots[slot] = Some((next_flowop, due));
                     // SAFETY: the buffer and fd stay alive until the completion is reaped
                     // (we drain every in-flight operation before returning).
                     unsafe {
@@ -218,10 +258,10 @@ impl Worker {
                 continue;
             }
             // Wake at least every 100 ms so cancellation is prompt even on a stalled device.
-            let wait = if stopping || self.schedule.period.is_none() {
-                100_000_000
-            } else {
-                self.schedule.wait_hint(now).clamp(1, 100_000_000)
+            let wait = match drain_end {
+                Some(end) => end.saturating_sub(now).clamp(1, 100_000_000),
+                None if stopping || self.schedule.period.is_none() => 100_000_000,
+                None => self.schedule.wait_hint(now).clamp(1, 100_000_000),
             };
             let ts = types::Timespec::from(Duration::from_nanos(wait));
             let args = types::SubmitArgs::new().timespec(&ts);
@@ -234,17 +274,17 @@ impl Worker {
             completed.extend(ring.completion().map(|c| (c.user_data(), c.result())));
             for (slot, res) in completed.drain(..) {
                 let slot = slot as usize;
-                let (flowop, due) = slots[slot];
+                let (flowop, due) = slots[slot].take().expect("a completion is of a busy slot");
                 free.push(slot);
                 inflight -= 1;
                 if res < 0 {
-                    self.fail(flowop, done, -res);
+                    self.fail(flowop, due, done, -res);
                 } else {
                     self.recorder.ok(flowop, due, done, res as u64);
                 }
             }
         };
-        if outcome.is_err() && inflight > 0 {
+        if (outcome.is_err() || abandoned) && inflight > 0 {
             // The kernel may still write into buffers of I/O in flight: leaking them is the only
             // safe way out of a ring that stopped answering.
             std::mem::forget(bufs);
@@ -277,4 +317,28 @@ pub(crate) fn new_ring(entries: u32) -> Result<IoUring, WorkloadError> {
         .build(entries)
         .or_else(|_| IoUring::new(entries))
         .map_err(WorkloadError::Uring)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backlog_is_every_due_time_before_the_cutoff_not_taken() {
+        let mut s = Schedule::new(100, Some(10));
+        assert_eq!(s.take(95), None);
+        assert_eq!(s.take(125), Some(100));
+        // Due at 110, 120 … 150 and not taken by 151.
+        let missed = |n| {
+            Some(Missed {
+                first: 110,
+                step: 10,
+                n,
+            })
+        };
+        assert_eq!(s.backlog(151), missed(5));
+        assert_eq!(s.backlog(150), missed(4));
+        assert_eq!(s.backlog(110), None);
+        assert_eq!(Schedule::new(0, None).backlog(1_000), None);
+    }
 }

@@ -117,7 +117,8 @@ impl Interp<'_> {
             }
         }
         if let Some((flowop, errno)) = failed {
-            self.recorder.failed(flowop, now_ns(), errno);
+            let now = now_ns();
+            self.recorder.failed(flowop, now, now, errno);
         }
         failed
     }

@@ -203,7 +203,7 @@ impl<'s> Interp<'s> {
         match self.exec(i) {
             Step::Ok => true,
             Step::Failed(errno) => {
-                self.recorder.failed(i, now_ns(), errno);
+                self.recorder.failed(i, now, now_ns(), errno);
                 if is_fatal(errno) {
                     let f = &self.flowops[i];
                     self.stop_run(format!(

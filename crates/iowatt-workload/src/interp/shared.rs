@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::fileset::FilesetState;
 use crate::spec::{OpKind, Quit, Workload};
-use crate::sync::{EventGen, Gate, Sem};
+use crate::sync::{EventBacklog, EventGen, Gate, Sem};
 
 /// Counts a limit or finish flowop can watch.
 #[derive(Default)]
@@ -95,6 +95,14 @@ impl Shared {
             done: AtomicU32::new(0),
             workers: w.total_threads(),
         }
+    }
+}
+
+impl Shared {
+    /// The event generator's events before `cutoff` (see [`EventGen::backlog`]); `None`
+    /// without a generator.
+    pub fn event_backlog(&self, cutoff: u64) -> Option<EventBacklog> {
+        self.events.as_ref().map(|e| e.backlog(cutoff))
     }
 }
 

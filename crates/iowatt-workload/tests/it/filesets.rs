@@ -232,6 +232,29 @@ fn eventlimit_paces_a_thread_at_the_event_rate() {
     // 100 events/s for 1 s, shared by both threads: never more (plus one event in flight per
     // thread), and not many fewer unless the machine is starved.
     assert!((70..=102).contains(&stats), "{stats} stats at 100 events/s");
+    // The events are the schedule: the 99 generated before the deadline were taken, or
+    // count as never issued.
+    let open = out
+        .open_loop
+        .as_ref()
+        .expect("an eventlimit keeps the generator's schedule");
+    assert_eq!(open.rate, 100.0);
+    assert_eq!(open.events.unwrap() + open.not_issued, 99);
+}
+
+#[test]
+fn an_event_generator_nobody_takes_from_is_no_schedule() {
+    let _alone = exclusive();
+    let dir = TempDir::new("no-events");
+    let w = workload(
+        dir.path(),
+        json!([{"name": "s", "path": "/", "entries": 5, "size": {"fixed": 0}, "prealloc": 100}]),
+        json!([{"name": "t", "instances": 1, "flowops": [
+            {"name": "stat", "kind": "statfile", "fileset": 0}]}]),
+        json!({"eventgen_rate": 100.0, "runtime_ns": 100_000_000u64}),
+    );
+    let out = run(&w, &Progress::new()).unwrap();
+    assert!(out.open_loop.is_none());
 }
 
 #[test]

@@ -30,6 +30,7 @@ pub(crate) fn fileio(personality: &str, dir: &TempDir) -> FileIo {
         workingset: 0,
         slow_ns: vec![100_000_000, 200_000_000],
         heat_ns: vec![1_000, 10_000, 100_000, 1_000_000],
+        drain_ns: None,
     }
 }
 
@@ -193,6 +194,56 @@ fn a_rate_limit_issues_the_intended_number_of_operations() {
         "400 ops/s for 1 s gave {} ops",
         out.ops()
     );
+}
+
+#[test]
+fn a_rate_limited_run_accounts_for_every_operation_due_before_its_deadline() {
+    let _alone = exclusive();
+    let dir = TempDir::in_memory("due");
+    for engine in [Engine::Psync, Engine::IoUring] {
+        let mut cfg = fileio("randomread", &dir);
+        cfg.engine = engine;
+        cfg.iodepth = if engine == Engine::IoUring { 4 } else { 1 };
+        // Two threads at 400 ops/s: each is due every 5 ms, the second 2.5 ms after the first,
+        // so 60 of each are due in 300 ms.
+        cfg.rate = Some(400.0);
+        cfg.runtime_ns = 300_000_000;
+        let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
+        let open = out.open_loop.as_ref().expect("a rate is a schedule");
+        assert_eq!(open.rate, 400.0);
+        assert_eq!(out.errors(), 0);
+        assert_eq!(
+            out.ops() + open.not_issued + open.outstanding,
+            120,
+            "{engine:?}: {} completed, {} not issued, {} outstanding",
+            out.ops(),
+            open.not_issued,
+            open.outstanding,
+        );
+        assert_eq!(open.outstanding, 0, "{engine:?}: the drain waits for each");
+        // The lateness of what never completed is in the workload's histogram and intervals.
+        let late = open.not_issued + open.outstanding;
+        assert_eq!(out.histogram().count(), out.ops() + late);
+        let counted: u64 = out
+            .intervals
+            .iter()
+            .map(|r| r.heat_ops.iter().sum::<u64>())
+            .sum();
+        assert_eq!(counted, out.ops() + late);
+        assert_eq!(out.intervals.iter().map(|r| r.ops).sum::<u64>(), out.ops());
+    }
+}
+
+#[test]
+fn a_closed_loop_keeps_no_schedule() {
+    let _alone = exclusive();
+    let dir = TempDir::in_memory("closed");
+    let mut cfg = fileio("randomread", &dir);
+    cfg.runtime_ns = 100_000_000;
+    cfg.drain_ns = Some(0);
+    let out = run(&cfg.build().unwrap(), &Progress::new()).unwrap();
+    assert!(out.open_loop.is_none());
+    assert_eq!(out.histogram().count(), out.ops());
 }
 
 #[test]
