@@ -31,6 +31,31 @@ def test_bad_values_are_named_with_a_hint(tmp_path, capsys, args, named):
     assert_user_error(r, named)
 
 
+@pytest.mark.parametrize(
+    ("args", "named", "hint"),
+    [
+        (("randomread", "--rate", "100", "--drain", "-1s"), "`-1s`", "--drain 10s"),
+        (("randomread", "--rate", "100", "--drain", "soon"), "`soon`", "--drain 10s"),
+        (("randomread", "--drain", "10s"), "`10s`", "--rate"),
+        (("flat.f", "--drain", "5s"), "`5s`", "eventgen rate=N"),
+    ],
+)
+def test_a_drain_that_cannot_apply_is_refused_before_any_work(tmp_path, capsys, args, named, hint):
+    """--drain waits for what a schedule left in flight: negative, not a duration, or on a
+    bench without a schedule (a workload file without an event generator) it is refused."""
+    flat = tmp_path / "flat.f"
+    flat.write_text(
+        "define fileset name=s,path=$dir,size=4k,entries=4,prealloc=100\n"
+        "define process name=p { thread name=t { flowop statfile name=st,filesetname=s } }\n"
+        "run 1\n"
+    )
+    args = tuple(str(flat) if a == "flat.f" else a for a in args)
+    r = iowatt(capsys, "bench", *args, "--target", tmp_path, "--results", tmp_path / "r")
+    assert_user_error(r, named)
+    assert hint in r.err
+    assert not (tmp_path / "r").exists()
+
+
 def test_a_missing_target_is_named_and_the_attempt_recorded(tmp_path, capsys):
     missing = tmp_path / "no" / "such" / "dir"
     r = iowatt(capsys, "bench", "randomread", *SHORT, "--target", missing,

@@ -458,6 +458,11 @@ OPTIONS: dict[str, tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = {
             _garbage(),
         ),
     ),
+    # Valid only beside a valid --rate: a bench without a schedule has nothing to drain.
+    "drain": (
+        st.sampled_from(["0s", "50ms", "1s"]),
+        st.one_of(st.sampled_from(["-1s", "nan", "inf", "1e30s", "soon"]), _garbage()),
+    ),
 }
 
 
@@ -466,13 +471,15 @@ def bench_arguments(draw: st.DrawFn) -> tuple[list[str], bool]:
     """Options as a user may type them, and whether every one of them is valid."""
     args = ["--runtime=0.1s", "--filesize=4m"]  # overridden when drawn
     valid = True
+    kinds = {}
     for option, (good, bad) in OPTIONS.items():
-        kind = draw(st.sampled_from(["absent", "good", "bad"]))
+        kind = kinds[option] = draw(st.sampled_from(["absent", "good", "bad"]))
         if kind == "absent":
             continue
         value = draw(good if kind == "good" else bad)
         valid &= kind == "good"
         args.append(f"--{option}={value}")
+    valid &= kinds["drain"] == "absent" or kinds["rate"] == "good"
     return args, valid
 
 

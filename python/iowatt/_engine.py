@@ -186,6 +186,16 @@ class Intervals(TypedDict):
     slow_ops: list[list[int]]  # per interval, operations above each threshold
 
 
+class OpenLoop(TypedDict):
+    """How a run with a schedule kept it to its deadline."""
+
+    rate: float  # requested: I/O operations/s (a rate), or events/s (an event generator)
+    events: int | None  # events taken from the generator before the deadline
+    drained: int  # completed (or failed) after the deadline, within the drain
+    not_issued: int  # due before the deadline and never issued
+    outstanding: int  # still in flight when the drain ended
+
+
 class WorkloadResult(TypedDict):
     name: str
     status: str  # "complete" | "cancelled" | "failed"
@@ -195,9 +205,10 @@ class WorkloadResult(TypedDict):
     cpu_usr_ns: int
     cpu_sys_ns: int
     errors_by_kind: dict[str, int]
-    histogram: Histogram
+    histogram: Histogram  # with an open loop's lateness of what it never completed
     flowops: list[FlowopResult]
     intervals: Intervals
+    open_loop: OpenLoop | None  # None for a closed loop
 
 
 class Handle(Protocol):

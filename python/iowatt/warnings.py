@@ -27,6 +27,7 @@ class Kind(str, Enum):
     RESTORE_FAILED = "restore-failed"  # a sweep could not give its stimulus back
     AGING = "aging"  # `iowatt age` could not do all it was asked
     CATALOG = "catalog"  # the catalog was rebuilt, could not be updated, or left a run out
+    RATE_NOT_HELD = "rate-not-held"  # a run with a schedule fell more than 1 % short of it
 
 
 @dataclass(frozen=True)

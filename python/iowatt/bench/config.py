@@ -31,6 +31,8 @@ MAX_IODEPTH = 32768
 # above 1e9 a rate limits nothing; below 1e-3 (one operation per 17 minutes) the spacing
 # overflows its clock arithmetic for many threads and the limit is silently lost.
 MIN_RATE, MAX_RATE = 1e-3, 1e9
+# How long a run with a schedule waits for the operations in flight at its deadline.
+DEFAULT_DRAIN_S = 10.0
 # Runs of one series (a campaign's repetitions × envs × workloads, or bench --repeat): the
 # schedule is a list built at once, and more runs than this would take months.
 MAX_RUNS = 10_000
@@ -50,6 +52,8 @@ class Options:
     directio: bool | None = None
     dsync: bool = False
     rate: float | None = None
+    # With a schedule: how long operations in flight at the deadline are waited for.
+    drain: str | None = None
     seed: int | None = None
     slow: str | None = None
     # NAME=VALUE variables for FileBench workload files.
@@ -85,6 +89,9 @@ class WorkloadConfig:
     variables: dict[str, str] = field(default_factory=dict)
     # The workload file as parsed when planning (not recorded: the manifest has its source).
     program: Program | None = field(default=None, repr=False, compare=False)
+    # A workload with a schedule (a rate, or a workload file's event generator) waits this
+    # long for the operations in flight at its deadline; None without one.
+    drain_s: float | None = None
 
     def engine_spec(self, where: Path, device: bool) -> dict[str, Any]:
         """The engine's FileIO parameters for this workload run in directory (or on device)
@@ -93,12 +100,16 @@ class WorkloadConfig:
         spec["runtime_ns"] = round(self.runtime_s * 1e9)
         spec["ramp_ns"] = round(self.ramp_s * 1e9)
         spec["heat_ns"] = list(HEAT_EDGES_NS)
+        if self.drain_s is not None:
+            spec["drain_ns"] = round(spec.pop("drain_s") * 1e9)
         return spec
 
     def recorded(self) -> dict[str, Any]:
-        """The parameters as the manifest records them."""
+        """The parameters as the manifest records them (a closed loop has no drain)."""
         return {
-            f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name != "program"
+            f.name: copy.copy(getattr(self, f.name))
+            for f in fields(self)
+            if f.name != "program" and not (f.name == "drain_s" and self.drain_s is None)
         }
 
 
@@ -173,6 +184,13 @@ def check_options(opts: Options) -> None:
         value = getattr(opts, name)
         if value is not None:
             parse_duration(value, f"--{name}")
+    if opts.drain is not None:
+        try:
+            parse_duration(opts.drain, "--drain")
+        except ConfigError as e:
+            raise ConfigError(
+                e.message, "e.g. --drain 10s, or --drain 0s to wait for none"
+            ) from None
     for name, example in (("slow", "100ms,200ms"), ("engine", "psync")):
         value = getattr(opts, name)
         if value is not None and not isinstance(value, str):
@@ -196,15 +214,38 @@ def _check_rate(rate: object) -> float:
 
 
 def resolve_common(
-    opts: Options, default_runtime: str, default_ramp: float = 0.0
+    opts: Options, default_runtime: str, default_ramp: float = 0.0, *, scheduled: bool = False
 ) -> dict[str, Any]:
-    """The timing every kind of workload takes from the command line."""
+    """The timing every kind of workload takes from the command line; a workload with a
+    schedule (``scheduled``) drains after its deadline, ``--drain`` or 10 s."""
     runtime = opts.runtime or default_runtime
     runtime_s = parse_duration(runtime, "--runtime")
     if runtime_s <= 0:
         raise ConfigError(f"--runtime `{runtime}` must be longer than zero", "e.g. --runtime 30s")
+    drain_s = None
+    if scheduled:
+        drain_s = parse_duration(opts.drain, "--drain") if opts.drain else DEFAULT_DRAIN_S
     return {
         "runtime_s": runtime_s,
         "ramp_s": parse_duration(opts.ramp, "--ramp") if opts.ramp else default_ramp,
         "slow_ns": parse_thresholds(opts.slow) if opts.slow else list(DEFAULT_SLOW_NS),
+        "drain_s": drain_s,
     }
+
+
+def check_drain(opts: Options, workloads: list[WorkloadConfig]) -> None:
+    """Refuses --drain where no workload keeps a schedule: it would change nothing."""
+    if opts.drain is None or any(wl.drain_s is not None for wl in workloads):
+        return
+    if all(wl.wml for wl in workloads):
+        hint = (
+            "a workload file keeps one with `eventgen rate=N` and a flowop that takes events "
+            "(eventlimit, iopslimit …); drop --drain"
+        )
+    else:
+        hint = "add --rate (e.g. --rate 200 --drain 10s), or drop --drain"
+    raise ConfigError(
+        f"--drain `{opts.drain}` applies to a bench with a schedule, and this one runs as "
+        "fast as the device goes",
+        hint,
+    )

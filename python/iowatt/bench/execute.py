@@ -21,7 +21,7 @@ from iowatt.bench import filemacro
 from iowatt.bench.config import BenchConfig, Outcome, Reporter, SilentReporter, WorkloadConfig
 from iowatt.bench.power import BenchPower
 from iowatt.bench.steps import StepFailed, Steps
-from iowatt.bench.summary import workload_summary
+from iowatt.bench.summary import rate_warning, workload_summary
 from iowatt.bench.write import write_run
 from iowatt.errors import ConfigError, IowattError, RunInterrupted, TargetError
 from iowatt.hostinfo import host_facts
@@ -204,6 +204,8 @@ def _run_workload(
         drive([engine], on_tick, stop=stop, started=held)
     result = engine.result()
     summary = workload_summary(result)
+    if (short := rate_warning(wl.name, summary)) is not None:
+        sink.warn(short)
     # Laying out files and filesets happens before the clock starts: how long it took.
     measured_from = result["measure_start_ns"]
     summary["layout_s"] = (measured_from - started) / 1e9 if measured_from > started else None

@@ -92,7 +92,12 @@ def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfi
     if opts.no_system:
         _refuse_commands(program)
     runtime_s = program.runtime_s or DEFAULT_RUNTIME_S
-    common = resolve_common(opts, default_runtime=f"{runtime_s}s", default_ramp=program.ramp_s)
+    common = resolve_common(
+        opts,
+        default_runtime=f"{runtime_s}s",
+        default_ramp=program.ramp_s,
+        scheduled=scheduled(program),
+    )
     v = program.variables
     return WorkloadConfig(
         name=program.name,
@@ -112,6 +117,17 @@ def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfi
         program=program,
         **common,
     )
+
+
+# Flowops that take events from the generator: with one of them, `eventgen rate=N` is the
+# run's schedule (the engine's `Workload::schedule`).
+_LIMITS = ("eventlimit", "opslimit", "iopslimit", "bwlimit")
+
+
+def scheduled(program: Program) -> bool:
+    """Whether the file keeps a schedule: an event generator some flowop takes from."""
+    limited = any(f["kind"] in _LIMITS for t in program.threads for f in t["flowops"])
+    return bool(program.eventgen_rate) and limited and bool(program.filesets)
 
 
 def _refuse_commands(program: Program) -> None:
@@ -178,6 +194,8 @@ def model(wl: WorkloadConfig, workdir: Path) -> dict[str, Any]:
         )
     )
     out["name"] = wl.name
+    if wl.drain_s is not None:
+        out["drain_ns"] = round(wl.drain_s * 1e9)
     return out
 
 

@@ -29,7 +29,7 @@ from iowatt.bench.held import PROGRESS_COUNTS, run_held
 from iowatt.bench.hosts import Fleet, HostRun
 from iowatt.bench.merge import as_arrays, done_rates, merge_results
 from iowatt.bench.power import BenchPower
-from iowatt.bench.summary import workload_summary
+from iowatt.bench.summary import rate_warning, workload_summary
 from iowatt.bench.write import write_run
 from iowatt.errors import (
     ConfigError,
@@ -266,6 +266,8 @@ def _outcome(
     mono = time.monotonic_ns() - (time.time_ns() - anchor)
     merged = merge_results(measured, mono)
     summary = workload_summary(merged)
+    if (short := rate_warning(wl.name, summary)) is not None:
+        sink.warn(short)
     summary["fleet"] = {
         "hosts": len(runs),
         "measured_hosts": len(measured),

@@ -42,8 +42,22 @@ def merge_results(results: Sequence[Mapping[str, Any]], measure_start_ns: int) -
         "histogram": _histogram([r["histogram"] for r in results]),
         "flowops": _flowops([r["flowops"] for r in results]),
         "intervals": _intervals([r["intervals"] for r in results]),
+        "open_loop": _open_loop([r.get("open_loop") for r in results]),
     }
     return cast(WorkloadResult, merged)
+
+
+def _open_loop(parts: Sequence[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """The fleet's schedule: every host's rate and counts added up."""
+    kept = [p for p in parts if p is not None]
+    if not kept:
+        return None
+    events = [p.get("events") for p in kept]
+    return {
+        "rate": sum(p["rate"] for p in kept),
+        "events": None if None in events else sum(e for e in events if e is not None),
+        **{k: sum(p[k] for p in kept) for k in ("drained", "not_issued", "outstanding")},
+    }
 
 
 def as_arrays(result: WorkloadResult) -> WorkloadResult:

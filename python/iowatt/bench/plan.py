@@ -17,6 +17,7 @@ from iowatt.bench.config import (
     BenchConfig,
     Options,
     WorkloadConfig,
+    check_drain,
     check_options,
     resolve_common,
 )
@@ -94,6 +95,7 @@ def plan(
             f"unknown personality `{what}`",
             f"choose one of: {known}; or give a FileBench workload file (.f)",
         )
+    check_drain(opts, workloads)
     sources, power_hz, idle_s = power_options(power, power_hz, idle)
     for wl in workloads if machine_limits else ():
         limits.check_workload(wl)
@@ -184,7 +186,7 @@ def _resolve(
         iodepth=iodepth,
         rate=opts.rate,
         seed=seed,
-        **resolve_common(opts, default_runtime=runtime),
+        **resolve_common(opts, default_runtime=runtime, scheduled=opts.rate is not None),
     )
     _check_io_fits(wl, iosize, filesize)
     return wl

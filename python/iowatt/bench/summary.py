@@ -12,6 +12,8 @@ import pyarrow as pa
 
 from iowatt.histogram import latency_summary, percentiles
 from iowatt.store.schemas import INTERVAL_SCHEMA, LATENCY_SCHEMA
+from iowatt.units import format_rate
+from iowatt.warnings import Kind, RunWarning
 
 MIB = 1 << 20
 FIO_PERCENTILES = (
@@ -35,8 +37,13 @@ FIO_PERCENTILES = (
 )
 
 
+# A run that achieved less of its schedule than this did not hold it.
+RATE_HELD_SHARE = 0.99
+
+
 def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
-    """Headline figures of one workload from the engine's result."""
+    """Headline figures of one workload from the engine's result; a run with a schedule adds
+    how it kept it (:func:`open_loop_summary`)."""
     secs = result["measured_ns"] / 1e9
     # Waits, limits and CPU work have statistics of their own but, as in FileBench's IO
     # Summary, no share of the workload's ops and bytes.
@@ -65,7 +72,7 @@ def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
             "p50_ns": p50,
             "p99_ns": p99,
         }
-    return {
+    summary = {
         "status": result["status"],
         "reason": result["reason"],
         "ops": ops,
@@ -80,6 +87,44 @@ def workload_summary(result: Mapping[str, Any]) -> dict[str, Any]:
         "cpu": {"usr_s": usr, "sys_s": sys_, "us_per_op": (usr + sys_) * 1e6 / ops if ops else 0.0},
         "flowops": flowops,
     }
+    open_loop = result.get("open_loop")
+    if open_loop is not None:
+        summary.update(open_loop_summary(open_loop, ops, secs))
+    return summary
+
+
+def open_loop_summary(open_loop: Mapping[str, Any], ops: int, secs: float) -> dict[str, Any]:
+    """The requested rate against the achieved one, and what became of the operations due
+    before the deadline that did not complete before it. A rate counts completed I/O
+    operations (drained ones included); an event generator counts the events taken."""
+    events = open_loop.get("events")
+    done = ops if events is None else events
+    achieved = done / secs if secs > 0 else 0.0
+    requested = open_loop["rate"]
+    return {
+        "requested_rate": requested,
+        "achieved_rate": achieved,
+        "rate_unit": "ops/s" if events is None else "events/s",
+        "rate_held": achieved >= RATE_HELD_SHARE * requested,
+        "drained": open_loop["drained"],
+        "not_issued": open_loop["not_issued"],
+        "outstanding": open_loop["outstanding"],
+    }
+
+
+def rate_warning(name: str, summary: Mapping[str, Any]) -> RunWarning | None:
+    """The warning a workload that fell short of its schedule gets; None if it held it."""
+    if summary.get("rate_held", True):
+        return None
+    unit = summary["rate_unit"]
+    missed = "events were never taken" if unit == "events/s" else "operations due were never issued"
+    return RunWarning(
+        Kind.RATE_NOT_HELD,
+        f"workload `{name}` achieved {format_rate(summary['achieved_rate'])} of the "
+        f"{format_rate(summary['requested_rate'])} {unit} requested: {summary['not_issued']:,} "
+        f"{missed} and {summary['outstanding']:,} were still outstanding after the drain "
+        "(their lateness is in the latencies)",
+    )
 
 
 def _fio_lat(hist: Mapping[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,11 @@ each, 64 MiB file) in a temporary directory.
 @click.option("--directio/--buffered", default=None, help="O_DIRECT, or through the page cache.")
 @click.option("--dsync", is_flag=True, help="Open files with O_DSYNC.")
 @click.option("--rate", type=float, help="Open-loop rate limit in ops/s across all threads.")
+@click.option(
+    "--drain",
+    help="With a schedule (--rate, a file's eventgen): how long operations in flight at the "
+    "end are waited for [10s].",
+)
 @click.option("--seed", type=int, help="Seed for offsets and data (recorded in the run).")
 @click.option("--slow", help="Count operations above these latencies each second [100ms,200ms].")
 @click.option(

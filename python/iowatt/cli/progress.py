@@ -239,10 +239,7 @@ class RichReporter:
     def workload_finished(self, wl: WorkloadConfig, summary: dict[str, Any]) -> None:
         assert self.row is not None
         lat = summary["latency_ns"]
-        live = (
-            f"{format_rate(summary['ops_s'])} ops/s  {summary['mib_s']:,.1f} MiB/s  "
-            f"p99 {format_ns(lat['p99'])}"
-        )
+        live = f"{_rate(summary)}  {summary['mib_s']:,.1f} MiB/s  p99 {format_ns(lat['p99'])}"
         done = wl.runtime_s + wl.ramp_s
         if summary["status"] != "complete":
             # The bar stays where the run stopped: the measured time (a ramp counts if it
@@ -257,3 +254,14 @@ class RichReporter:
 
     def close(self) -> None:
         self.bars.close()
+
+
+def _rate(summary: dict[str, Any]) -> str:
+    """``101 of 200 ops/s``: the rate, against the requested one when the run kept a schedule."""
+    ops_s = format_rate(summary["ops_s"])
+    if "requested_rate" not in summary:
+        return f"{ops_s} ops/s"
+    requested = format_rate(summary["requested_rate"])
+    if summary["rate_unit"] == "ops/s":
+        return f"{ops_s} of {requested} ops/s"
+    return f"{ops_s} ops/s ({format_rate(summary['achieved_rate'])} of {requested} events/s)"

@@ -80,6 +80,9 @@ class WorkloadRow:
     percentiles: list[Cell]
     # the share of operations above each of the report's slow thresholds
     tails: list[TailCell]
+    # a run with a schedule: its achieved rate against the requested one ("" without one)
+    schedule: str = ""
+    rate_held: bool = True
 
 
 def _timestamp(ns: Any) -> str:
@@ -196,7 +199,18 @@ def workload_row(
         samples=hist.total if hist is not None else 0,
         percentiles=cells,
         tails=tail_cells(run, workload, thresholds),
+        schedule=_schedule(summary),
+        rate_held=summary.get("rate_held", True) is not False,
     )
+
+
+def _schedule(summary: dict[str, Any]) -> str:
+    """``101 of 200 ops/s, not held``: an open-loop run's rate against its schedule."""
+    requested, achieved = summary.get("requested_rate"), summary.get("achieved_rate")
+    if not isinstance(requested, int | float) or not isinstance(achieved, int | float):
+        return ""
+    text = f"{format_rate(achieved)} of {format_rate(requested)} {summary.get('rate_unit', '')}"
+    return text if summary.get("rate_held", True) else f"{text}, not held"
 
 
 def styles(runs: Sequence[Run]) -> dict[tuple[str, str], Style]:
