@@ -143,6 +143,11 @@ def test_without_noise_the_band_is_all_that_stands_in_the_way() -> None:
     assert runs_to_detect(5.0, 0.0, **GATES) == fewest_runs(0.05)
 
 
+def test_a_single_run_has_no_interval_so_nothing_is_detected() -> None:
+    assert detectable_effect(1, 40, 0.05, **GATES) == math.inf
+    assert detectable_effect(30, 1, 0.05, **GATES) == math.inf
+
+
 def test_a_difference_within_the_noise_band_is_never_detected() -> None:
     assert runs_to_detect(2.0, 0.05, **GATES) is None
     assert runs_to_detect(5.0, math.nan, **GATES) is None
@@ -252,4 +257,5 @@ def test_a_design_too_small_for_the_test_says_so(
     assert b["mde_pct"] is None and b["detectable"] is False
     r = iowatt(capsys, "compare", "--results", tmp_path)
     assert re.search(r"\bnone\b", r.out)
-    assert "no difference can be called real, however large; 4 runs per env can" in r.err
+    assert "too few runs to call any difference real, however large" in r.err
+    assert "p < 0.05 needs 4 runs per env" in r.err

@@ -91,10 +91,13 @@ def detectable_effect(
     seed: int = 0,
 ) -> float:
     """The minimum detectable effect in % (either direction, 80 % power, both gates) of n1
-    runs against n2 at log-noise ``sigma``; ``inf`` when no difference can pass both gates
-    (the test cannot reach alpha with so few runs), nan without a noise estimate."""
+    runs against n2 at log-noise ``sigma``; ``inf`` when no difference can pass both gates (a
+    group of one run has no interval, or the test cannot reach alpha with so few runs), nan
+    without a noise estimate."""
     if n1 < 1 or n2 < 1 or not math.isfinite(sigma):
         return math.nan
+    if n1 < 2 or n2 < 2:
+        return math.inf
     if n1 < SIMULATE_BELOW and n2 < SIMULATE_BELOW:
         up, down = _simulated(n1, n2, sigma, noise_pct / 100.0, alpha, confidence, seed)
     else:
@@ -187,12 +190,9 @@ def _simulated(
     inf = np.full(SIMULATIONS, math.inf)
     up_test = ratios[:, high_u - 1] if high_u <= n1 * n2 else inf
     down_test = ratios[:, low_u] if low_u >= 0 else np.zeros(SIMULATIONS)
-    if n1 >= 2 and n2 >= 2:
-        low, high = _ratio_bounds(x, c, at_x, at_c, confidence)
-        up = np.maximum(up_test, (1.0 + band) / low)
-        down = np.minimum(down_test, (1.0 - band) / high)
-    else:  # no interval, so the interval gate can never pass
-        up, down = inf, np.zeros(SIMULATIONS)
+    low, high = _ratio_bounds(x, c, at_x, at_c, confidence)
+    up = np.maximum(up_test, (1.0 + band) / low)
+    down = np.minimum(down_test, (1.0 - band) / high)
     at = math.ceil(POWER * SIMULATIONS) - 1
     return float(np.sort(up)[at] - 1.0), float(1.0 - np.sort(down)[::-1][at])
 

@@ -70,6 +70,8 @@ def mann_whitney(a: Floats, c: Floats) -> PValue:
         return PValue(float(sums[far].sum() / sums.sum()), "exact")
     # Normal approximation on U = (doubled sum − centre) / 2 around 0.
     var = n1 * n2 / 12.0 * ((n + 1) - float(np.sum(ties**3 - ties)) / (n * (n - 1)))
+    if var <= 0:  # every value tied: no evidence either way
+        return PValue(1.0, "normal")
     z = max(observed / 2.0 - 0.5, 0.0) / math.sqrt(var)
     return PValue(min(1.0, math.erfc(z / math.sqrt(2.0))), "normal")
 
@@ -96,7 +98,7 @@ def _rank_sum_counts(doubled: npt.NDArray[np.int64], ties: npt.NDArray[np.int64]
 
 def u_counts(n1: int, n2: int) -> npt.NDArray[np.float64]:
     """The null distribution of U without ties: ``counts[u]`` relabellings of C(n1 + n2, n1)
-    have U = u (Mann & Whitney's recursion, as rank-sum counts)."""
+    have U = u (the counts Mann & Whitney tabulated, from the rank-sum counts)."""
     n = n1 + n2
     doubled = 2 * np.arange(1, n + 1, dtype=np.int64)
     sums = _rank_sum_counts(doubled, np.ones(n, dtype=np.int64), n1)

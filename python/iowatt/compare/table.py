@@ -122,9 +122,9 @@ class Comparison:
         blind = [c for c in self.cells.values() if c.mde_pct == math.inf]
         if blind:
             out.append(
-                f"{len(blind)} comparison(s) have too few runs for p < {s.alpha:g} "
-                f"({_some([f'{c.workload} [{by}={c.group}]' for c in blind])}): no difference "
-                f"can be called real, however large; {fewest_runs(s.alpha)} runs per {by} can"
+                f"{len(blind)} comparison(s) have too few runs to call any difference real, "
+                f"however large ({_some([f'{c.workload} [{by}={c.group}]' for c in blind])}): "
+                f"p < {s.alpha:g} needs {fewest_runs(s.alpha)} runs per {by}"
             )
         return out
 
