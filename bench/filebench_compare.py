@@ -66,8 +66,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _side_by_side import fmt, median_of, ratio, render_table, tail
 from _smoke import fail, parse, peer, ratio_line
-from side_by_side import fmt, median_of, ratio, render_table, tail
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = ("filebench", "iowatt")

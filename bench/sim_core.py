@@ -5,6 +5,7 @@ Usage::
 
     python bench/sim_core.py                      # ~20 s
     python bench/sim_core.py --customers 200000 --ticks 200000 --repeat 1
+    python bench/sim_core.py --smoke              # seconds: that it runs, not how fast
 
 In 1 and 2 each side's time is the best of `--repeat` runs (3), the two sides taking turns.
 

@@ -30,9 +30,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _side_by_side import fmt, render_table
 from _smoke import parse, peer, ratio_line, timed_runs
 from catalog_scale import build
-from side_by_side import fmt, render_table
 
 BENCH = "bench randomread --runtime 1s --filesize 64m --seed 1 --quiet"
 GOALS = {"version": 0.150, "report overhead": 0.5, "no-report overhead": 0.3}
