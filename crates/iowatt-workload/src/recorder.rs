@@ -175,6 +175,23 @@ impl Recorder {
         }
     }
 
+    /// Counts an operation due at `due` that ended at `done` where the window puts it; true if
+    /// it is measured (the current interval is then the one it belongs to).
+    #[inline]
+    fn measured(&mut self, due: u64, done: u64) -> bool {
+        match self.when(done) {
+            When::Unmeasured => return false,
+            When::Measured => {}
+            When::Drained => self.backlog.drained += 1,
+            When::Outstanding(end) => {
+                self.outstanding(due, end);
+                return false;
+            }
+        }
+        self.interval_at(done);
+        true
+    }
+
     /// Records one completed operation. `started` is the intended issue time, so a
     /// rate-limited run charges queueing delay to latency instead of hiding it.
     #[inline]
@@ -184,13 +201,9 @@ impl Recorder {
         if self.unpublished.0 >= PUBLISH_EVERY {
             self.publish();
         }
-        match self.when(done) {
-            When::Unmeasured => return,
-            When::Measured => {}
-            When::Drained => self.backlog.drained += 1,
-            When::Outstanding(end) => return self.outstanding(started, end),
+        if !self.measured(started, done) {
+            return;
         }
-        self.interval_at(done);
         let lat = done.saturating_sub(started);
         let f = &mut self.flowops[flowop];
         f.ops += 1;
@@ -218,13 +231,9 @@ impl Recorder {
         self.unpublished.2 += 1;
         let kind = errno_name(errno);
         self.progress.live().add_error(&kind);
-        match self.when(done) {
-            When::Unmeasured => return,
-            When::Measured => {}
-            When::Drained => self.backlog.drained += 1,
-            When::Outstanding(end) => return self.outstanding(started, end),
+        if !self.measured(started, done) {
+            return;
         }
-        self.interval_at(done);
         self.flowops[flowop].errors += 1;
         self.interval.errors += 1;
         *self.errors_by_kind.entry(kind).or_insert(0) += 1;
