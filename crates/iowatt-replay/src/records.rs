@@ -178,23 +178,16 @@ impl Histograms {
             if records.error[i] != ErrorKind::None as u8 || records.done[i] < 0 {
                 continue;
             }
-            let spans = latencies(
+            let [ttfb, completion, ttfb_sent, completion_sent] = latencies(
                 records.due[i],
                 records.sent[i],
                 records.first_byte[i],
                 records.done[i],
             );
-            for (hist, ns) in [
-                &mut h.ttfb,
-                &mut h.completion,
-                &mut h.ttfb_sent,
-                &mut h.completion_sent,
-            ]
-            .into_iter()
-            .zip(spans)
-            {
-                hist.record(ns);
-            }
+            h.ttfb.record(ttfb);
+            h.completion.record(completion);
+            h.ttfb_sent.record(ttfb_sent);
+            h.completion_sent.record(completion_sent);
         }
         h
     }
