@@ -30,15 +30,11 @@ pub fn live_dict<'py>(
     live: &LiveTally,
     edges: &[u64],
 ) -> PyResult<Bound<'py, PyDict>> {
-    let latency = live.latency_so_far(edges);
-    let d = PyDict::new(py);
+    let d = so_far_dict(py, &live.latency_so_far(edges))?;
     d.set_item("ops", ops)?;
     d.set_item("bytes", bytes)?;
     d.set_item("errors", errors)?;
     d.set_item("errors_by_kind", live.errors_by_kind())?;
-    d.set_item("bands", latency.bands)?;
-    d.set_item("count", latency.count)?;
-    d.set_item("sum_ns", latency.sum_ns)?;
     Ok(d)
 }
 
