@@ -31,7 +31,7 @@ from iowatt.live.board import Board, Counts
 from iowatt.live.endpoint import Endpoint, Serve
 from iowatt.live.exposition import registry_of
 from support.cli import assert_user_error, iowatt, runs_in, summary
-from support.wait import wait_for
+from support.wait import stderr_lines, wait_for
 
 BANDS = len(HEAT_EDGES_NS) + 1
 LE = [edge / 1e9 for edge in HEAT_EDGES_NS] + [math.inf]  # the buckets' bounds, seconds
@@ -479,14 +479,7 @@ def test_serve_linger_keeps_the_final_metrics_after_the_run(tmp_path):
          str(tmp_path / "results"), "--serve", "0", "--serve-linger", "2s", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    lines: list[str] = []
-
-    def read() -> None:
-        assert proc.stderr is not None
-        lines.extend(proc.stderr)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    lines, reader = stderr_lines(proc)
     try:
         wait_for(lambda: any("serving the final metrics for 2 s" in ln for ln in lines), proc,
                  what="the run to end and linger")  # fmt: skip

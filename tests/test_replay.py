@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import urllib.request
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from iowatt.live.board import labels_of
 from iowatt.live.feed import parse, stored
 from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
 from support.nginx import access_lines, free_port, nginx
-from support.wait import wait_for
+from support.wait import stderr_lines, wait_for
 
 LOGSTALGIA = Path("/usr/share/logstalgia/example.log")
 # A served replay's histograms and the requests.parquet column each counts.
@@ -430,14 +429,7 @@ def _scraped_at_the_end(trace: Path, *options: object) -> str:
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines: list[str] = []
-
-    def read() -> None:
-        assert proc.stderr is not None
-        lines.extend(proc.stderr)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    lines, reader = stderr_lines(proc)
     try:
         wait_for(
             lambda: any("serving the final metrics" in ln for ln in lines),

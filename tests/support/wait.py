@@ -4,6 +4,7 @@ it logs), with a deadline, never a fixed sleep."""
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 
@@ -31,3 +32,17 @@ def wait_for(
                 pytest.fail(f"timed out waiting for {what}:\n{out}\n{err}")
             pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def stderr_lines(proc: subprocess.Popen[str]) -> tuple[list[str], threading.Thread]:
+    """``proc``'s stderr lines as they arrive, read on a thread of their own (a full pipe would
+    stall the process), and that thread, to join once the process has ended."""
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stderr is not None
+        lines.extend(proc.stderr)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return lines, reader
