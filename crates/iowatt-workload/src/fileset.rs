@@ -8,9 +8,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -222,10 +220,9 @@ pub struct FilesetState {
     pub data: Option<DataSource>,
     pub readonly: bool,
     pub writeonly: bool,
-    /// The directory `files` are relative to, held open so that an open, stat or unlink walks
-    /// only the path below it (as a server working in its own directory does) rather than the
-    /// target's whole path each time; `None` (absolute paths) if it could not be opened.
-    base: Option<OwnedFd>,
+    /// Whole paths, as FileBench passes them: every open, stat, create and delete resolves
+    /// the path from `/`, paying the lookups the file system under test would (NFS, FUSE and
+    /// deep trees make them costly), not only those below a held directory.
     pub files: Vec<CString>,
     pub sizes: Vec<u64>,
     pub leafdirs: Vec<CString>,
@@ -251,28 +248,12 @@ impl FilesetState {
         leafdirs: &[bool],
         data: Option<DataSource>,
     ) -> Self {
-        // A `single` fileset is one file: the root itself.
-        let dir = if spec.single {
-            layout.root.parent().unwrap_or(Path::new("/"))
-        } else {
-            &layout.root
-        };
-        let base = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
-            .open(dir)
-            .ok()
-            .map(OwnedFd::from);
-        let below = |p: &Path| match base {
-            Some(_) => cpath(p.strip_prefix(dir).unwrap_or(p)),
-            None => cpath(p),
-        };
         FilesetState {
             name: spec.name.clone(),
             data,
             readonly: spec.readonly,
             writeonly: spec.writeonly,
-            files: layout.files.iter().map(|p| below(p)).collect(),
+            files: layout.files.iter().map(|p| cpath(p)).collect(),
             sizes: layout.sizes.clone(),
             leafdirs: layout.leafdirs.iter().map(|p| cpath(p)).collect(),
             dirs: layout.dirs.iter().map(|p| cpath(p)).collect(),
@@ -281,13 +262,7 @@ impl FilesetState {
                 leafdirs: Entries::new(leafdirs),
                 dir_rotor: 0,
             }),
-            base,
         }
-    }
-
-    /// The directory fd `files` are relative to, for the `*at` calls.
-    pub fn at(&self) -> RawFd {
-        self.base.as_ref().map_or(libc::AT_FDCWD, |d| d.as_raw_fd())
     }
 
     /// Picks with `f`; while every candidate is busy, waits for one to come free (as

@@ -78,7 +78,7 @@ impl Interp<'_> {
         }
         let t0 = now_ns();
         // SAFETY: a NUL-terminated path; the descriptor is owned by this slot until closed.
-        let fd = unsafe { libc::openat(fs.at(), fs.files[entry as usize].as_ptr(), flags, 0o666) };
+        let fd = unsafe { libc::open(fs.files[entry as usize].as_ptr(), flags, 0o666) };
         let t1 = now_ns();
         if fd < 0 {
             let errno = last_errno();
@@ -176,7 +176,7 @@ impl Interp<'_> {
         }
         let t0 = now_ns();
         // SAFETY: a NUL-terminated path.
-        let res = unsafe { libc::unlinkat(fs.at(), fs.files[entry as usize].as_ptr(), 0) };
+        let res = unsafe { libc::unlink(fs.files[entry as usize].as_ptr()) };
         let t1 = now_ns();
         let errno = (res < 0).then(last_errno);
         fs.release_file(entry, Some(false), 0);
@@ -220,7 +220,7 @@ impl Interp<'_> {
         };
         let t0 = now_ns();
         // SAFETY: a NUL-terminated path and a plain buffer.
-        let res = unsafe { libc::fstatat(fs.at(), fs.files[entry as usize].as_ptr(), &mut st, 0) };
+        let res = unsafe { libc::stat(fs.files[entry as usize].as_ptr(), &mut st) };
         let t1 = now_ns();
         fs.release_file(entry, None, 0);
         if res < 0 {
