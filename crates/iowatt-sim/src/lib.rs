@@ -9,11 +9,13 @@
 //! - [`thermal`]: compact RC networks (HotSpot style) integrated exactly over a fixed step. The
 //!   step's matrices are precomputed once per network (per fan level), so a tick is one
 //!   matrix-vector product.
+//! - [`disk`]: one disk's model and state machine, shared by [`raid`] and the emulated disk.
 //! - [`raid`]: the storage power-policy simulator.
 //! - [`tasks`]: the task-packing simulator.
 //! - [`server`]: the server cooling simulator built on them.
 //! - [`mm1`]: the M/M/1 queue, the model with a known answer the core is checked against.
 
+pub mod disk;
 mod linalg;
 pub mod mm1;
 mod queue;

@@ -5,15 +5,14 @@
 //! gives the models and their sources.
 
 mod cache;
-mod disk;
 mod personality;
 mod sim;
 
 use thiserror::Error;
 
-pub use disk::{DiskModel, Kind, Power};
+pub use crate::disk::{DiskModel, Kind, Power, State};
 pub use personality::{Extent, Lru, Paraid, ParaidParams, Personality, Raid0, Spec, Striping};
-pub use sim::{Array, RaidRun, State, Trace};
+pub use sim::{Array, RaidRun, Trace};
 
 use crate::Streams;
 
@@ -23,6 +22,12 @@ pub enum RaidError {
     Model(String),
     #[error("{0}")]
     Config(String),
+}
+
+impl From<crate::disk::ModelError> for RaidError {
+    fn from(e: crate::disk::ModelError) -> Self {
+        RaidError::Model(e.0)
+    }
 }
 
 /// An array: `disks` of `model`, striped in units of `stripe_bytes`.

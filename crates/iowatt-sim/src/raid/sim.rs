@@ -3,13 +3,11 @@
 //! latency is until its first extent is served, its completion until its last (a striped
 //! request waits for its slowest member); energy is integrated state by state into bins.
 
-use std::collections::VecDeque;
-
 use iowatt_metrics::Rng;
 
 use super::cache::PageCache;
-use super::disk::DiskModel;
 use super::personality::{Extent, Personality};
+use crate::disk::{Disk, DiskModel, Span, State};
 use crate::EventQueue;
 
 /// Requests at the array: arrival (ns from the trace's start), array offset and size in bytes.
@@ -35,15 +33,6 @@ impl Trace {
 /// The request index of a disk's catch-up write (PARAID's stale blocks): no request's.
 const SYNC: u32 = u32::MAX;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
-    Idle,
-    Busy,
-    SpinningDown,
-    Standby,
-    SpinningUp,
-}
-
 #[derive(Debug, Clone, Copy)]
 enum Ev {
     Arrival(u32),
@@ -56,12 +45,9 @@ enum Ev {
     Monitor,
 }
 
-struct Disk {
-    state: State,
-    since_ns: u64,
-    head: u64,
-    queue: VecDeque<(u32, u64, u64)>,
-    serving: u32,
+/// A disk of the array: the shared state machine, with what the personality needs beside it.
+struct Member {
+    disk: Disk<u32>,
     /// Whether the disk's idle timer is in the queue.
     timer: bool,
     /// Busy ns since the personality's monitor last looked, and a wake-up asked for while it
@@ -69,8 +55,6 @@ struct Disk {
     busy_ns: u64,
     busy_mark: u64,
     wake: bool,
-    cycles: u64,
-    rng: Rng,
 }
 
 /// What one run produced.
@@ -97,7 +81,7 @@ pub struct RaidRun {
 pub struct Array<'a> {
     model: &'a DiskModel,
     personality: &'a mut dyn Personality,
-    disks: Vec<Disk>,
+    disks: Vec<Member>,
     queue: EventQueue<Ev>,
     bin_ns: u64,
     out: RaidRun,
@@ -117,18 +101,12 @@ impl<'a> Array<'a> {
         mut streams: impl FnMut(usize) -> Rng,
     ) -> Self {
         let disks = (0..disks)
-            .map(|d| Disk {
-                state: State::Idle,
-                since_ns: 0,
-                head: 0,
-                queue: VecDeque::new(),
-                serving: 0,
+            .map(|d| Member {
+                disk: Disk::new(streams(d)),
                 timer: false,
                 busy_ns: 0,
                 busy_mark: 0,
                 wake: false,
-                cycles: 0,
-                rng: streams(d),
             })
             .collect::<Vec<_>>();
         let n = disks.len();
@@ -152,23 +130,17 @@ impl<'a> Array<'a> {
         }
     }
 
-    fn power_w(&self, state: State) -> f64 {
-        let m = self.model;
-        match state {
-            State::Idle => m.idle.watts(),
-            State::Busy => m.active.watts(),
-            State::Standby => m.standby.watts(),
-            State::SpinningDown if m.spin_down_s > 0.0 => m.spin_down_j / m.spin_down_s,
-            State::SpinningUp if m.spin_up_s > 0.0 => m.spin_up_j / m.spin_up_s,
-            _ => 0.0,
-        }
+    /// Moves disk `d` to `next` at `now`, charging the state it left.
+    fn enter(&mut self, d: usize, now: u64, next: State) {
+        let span = self.disks[d].disk.enter(now, next);
+        self.charge(d, span, next);
     }
 
-    /// Charges disk `d` its state's power from its last change to `now`, bin by bin, and
-    /// moves it to `next`.
-    fn enter(&mut self, d: usize, now: u64, next: State) {
-        let (state, since) = (self.disks[d].state, self.disks[d].since_ns);
-        let w = self.power_w(state);
+    /// Charges disk `d` a state's power over `span`, bin by bin; `next` is the state the disk
+    /// went to (the monitor counts busy time).
+    fn charge(&mut self, d: usize, span: Span, next: State) {
+        let (state, since, now) = (span.state, span.from_ns, span.to_ns);
+        let w = state.watts(self.model);
         let down = matches!(state, State::Standby | State::SpinningDown);
         let mut t = since;
         while t < now {
@@ -190,32 +162,27 @@ impl<'a> Array<'a> {
             self.out.energy_j[d] += w * s;
             t = until;
         }
-        let disk = &mut self.disks[d];
+        let member = &mut self.disks[d];
         if state == State::Busy {
-            disk.busy_ns += now - disk.busy_mark;
+            member.busy_ns += now - member.busy_mark;
         }
         if next == State::Busy {
-            disk.busy_mark = now;
+            member.busy_mark = now;
         }
-        disk.state = next;
-        disk.since_ns = now;
     }
 
     fn start_next(&mut self, d: usize, now: u64) {
-        let Some((req, offset, bytes)) = self.disks[d].queue.pop_front() else {
-            self.enter(d, now, State::Idle);
-            self.arm(d, now);
-            return;
-        };
-        self.enter(d, now, State::Busy);
-        let disk = &mut self.disks[d];
-        let s = self
-            .model
-            .service_s(disk.head, offset, bytes, disk.rng.unit());
-        disk.head = offset + bytes;
-        disk.serving = req;
-        self.queue
-            .at(now + (s * 1e9).round() as u64, Ev::Done(d as u16));
+        let (span, started) = self.disks[d].disk.start_next(self.model, now);
+        match started {
+            None => {
+                self.charge(d, span, State::Idle);
+                self.arm(d, now);
+            }
+            Some(s) => {
+                self.charge(d, span, State::Busy);
+                self.queue.at(s.done_ns, Ev::Done(d as u16));
+            }
+        }
     }
 
     /// Sets disk `d`'s idle timer to fire `timeout` after `from`, unless one is pending (it
@@ -230,9 +197,9 @@ impl<'a> Array<'a> {
     }
 
     fn spin_up(&mut self, d: usize, now: u64) {
-        self.enter(d, now, State::SpinningUp);
-        let t = (self.model.spin_up_s * 1e9).round() as u64;
-        self.queue.at(now + t, Ev::SpunUp(d as u16));
+        let (span, up) = self.disks[d].disk.spin_up(self.model, now);
+        self.charge(d, span, State::SpinningUp);
+        self.queue.at(up, Ev::SpunUp(d as u16));
     }
 
     /// The personality looks at each disk's busy share since it last did, and may wake disks.
@@ -243,14 +210,14 @@ impl<'a> Array<'a> {
         let busy: Vec<f64> = self
             .disks
             .iter_mut()
-            .map(|disk| {
+            .map(|member| {
                 // The busy period under way counts up to now, and from now on next time.
-                if disk.state == State::Busy {
-                    disk.busy_ns += now - disk.busy_mark;
-                    disk.busy_mark = now;
+                if member.disk.state() == State::Busy {
+                    member.busy_ns += now - member.busy_mark;
+                    member.busy_mark = now;
                 }
-                let share = disk.busy_ns as f64 / every as f64;
-                disk.busy_ns = 0;
+                let share = member.busy_ns as f64 / every as f64;
+                member.busy_ns = 0;
                 share.min(1.0)
             })
             .collect();
@@ -258,7 +225,7 @@ impl<'a> Array<'a> {
         let mut wake = Vec::new();
         self.personality.monitor(now, &busy, &mut wake);
         for d in wake {
-            match self.disks[d].state {
+            match self.disks[d].disk.state() {
                 State::Standby => self.spin_up(d, now),
                 State::SpinningDown => self.disks[d].wake = true,
                 _ => {
@@ -270,7 +237,7 @@ impl<'a> Array<'a> {
         self.note_gear(now, before);
         // Disks the gear just left spin down once idle: arm their timers.
         for d in 0..self.disks.len() {
-            if self.disks[d].state == State::Idle {
+            if self.disks[d].disk.state() == State::Idle {
                 self.arm(d, now);
             }
         }
@@ -310,8 +277,8 @@ impl<'a> Array<'a> {
         self.remaining[i] = extents.len() as u8;
         for e in &extents {
             let d = e.disk;
-            self.disks[d].queue.push_back((i as u32, e.offset, e.bytes));
-            match self.disks[d].state {
+            self.disks[d].disk.push(i as u32, e.offset, e.bytes);
+            match self.disks[d].disk.state() {
                 State::Idle => self.start_next(d, now),
                 State::Standby => self.spin_up(d, now),
                 // Busy, spinning up or down: the queue is served when the disk is ready.
@@ -322,10 +289,11 @@ impl<'a> Array<'a> {
     }
 
     fn done(&mut self, d: usize, now: u64, trace: &Trace) {
-        if self.disks[d].serving == SYNC {
+        let serving = self.disks[d].disk.take_serving();
+        let Some(req) = serving.filter(|&r| r != SYNC) else {
             return self.start_next(d, now);
-        }
-        let req = self.disks[d].serving as usize;
+        };
+        let req = req as usize;
         let waited = now - trace.t_ns[req];
         if self.remaining[req] > 0 {
             if self.out.latency_ns[req] == u64::MAX {
@@ -373,14 +341,13 @@ impl<'a> Array<'a> {
                 Ev::Idle(d) => {
                     let d = usize::from(d);
                     self.disks[d].timer = false;
-                    if self.disks[d].state == State::Idle {
-                        let since = self.disks[d].since_ns;
+                    if self.disks[d].disk.state() == State::Idle {
+                        let since = self.disks[d].disk.since_ns();
                         match self.personality.idle_timeout_ns(d) {
                             Some(t) if now >= since + t => {
-                                self.enter(d, now, State::SpinningDown);
-                                self.disks[d].cycles += 1;
-                                let t = (self.model.spin_down_s * 1e9).round() as u64;
-                                self.queue.at(now + t, Ev::SpunDown(d as u16));
+                                let (span, down) = self.disks[d].disk.spin_down(self.model, now);
+                                self.charge(d, span, State::SpinningDown);
+                                self.queue.at(down, Ev::SpunDown(d as u16));
                             }
                             // Idle again since the timer was set: wait out the rest.
                             Some(_) => self.arm(d, since),
@@ -391,7 +358,7 @@ impl<'a> Array<'a> {
                 Ev::SpunDown(d) => {
                     let d = usize::from(d);
                     self.enter(d, now, State::Standby);
-                    if !self.disks[d].queue.is_empty() || std::mem::take(&mut self.disks[d].wake) {
+                    if self.disks[d].disk.queued() > 0 || std::mem::take(&mut self.disks[d].wake) {
                         self.spin_up(d, now);
                     }
                 }
@@ -400,7 +367,7 @@ impl<'a> Array<'a> {
                     let stale = self.personality.take_stale(d);
                     if stale > 0 {
                         // Brought up to date first, from the start of its data, in one pass.
-                        self.disks[d].queue.push_front((SYNC, 0, stale));
+                        self.disks[d].disk.push_front(SYNC, 0, stale);
                         self.out.synced_bytes += stale;
                     }
                     let before = self.personality.gear();
@@ -417,9 +384,9 @@ impl<'a> Array<'a> {
             }
         }
         for d in 0..self.disks.len() {
-            let state = self.disks[d].state;
+            let state = self.disks[d].disk.state();
             self.enter(d, end, state);
-            self.out.spin_cycles[d] = self.disks[d].cycles;
+            self.out.spin_cycles[d] = self.disks[d].disk.cycles();
         }
         self.out.end_ns = end;
         self.out

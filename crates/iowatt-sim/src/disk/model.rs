@@ -1,10 +1,15 @@
-//! Disk models as data (the shipped `disks.toml`, extendable by users) and what the simulator
-//! asks of them: a request's service time from seek, rotation and zoned transfer, the power of
-//! each state, and the break-even idle time that makes spinning down worth it.
+//! Disk models as data (the shipped `disks.toml`, extendable by users) and what the simulators
+//! and the emulated disk ask of them: a request's service time from seek, rotation and zoned
+//! transfer, the power of each state, and the break-even idle time that makes spinning down
+//! worth it.
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
-use super::RaidError;
+/// A model that makes no sense, with the model and key named.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[error("{0}")]
+pub struct ModelError(pub String);
 
 /// A power state's draw: watts, or the currents of the 12 V and 5 V rails a datasheet gives.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -25,24 +30,39 @@ impl Power {
             .unwrap_or(12.0 * self.a12.unwrap_or(0.0) + 5.0 * self.a5.unwrap_or(0.0))
     }
 
-    fn check(&self, at: &str) -> Result<(), RaidError> {
+    fn check(&self, at: &str) -> Result<(), ModelError> {
         let given = [self.w, self.a12, self.a5];
         if self.w.is_some() && (self.a12.is_some() || self.a5.is_some()) {
-            return Err(RaidError::Model(format!(
+            return Err(ModelError(format!(
                 "{at}: give watts (`w`) or rail currents (`a12`, `a5`), not both"
             )));
         }
         if given.iter().all(Option::is_none) {
-            return Err(RaidError::Model(format!(
+            return Err(ModelError(format!(
                 "{at}: no power given (`w`, or `a12` and `a5`)"
             )));
         }
         for v in given.into_iter().flatten() {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(RaidError::Model(format!("{at}: {v} must be 0 or more")));
+                return Err(ModelError(format!("{at}: {v} must be 0 or more")));
             }
         }
         Ok(())
+    }
+}
+
+/// One request's service time by its parts, s.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Charge {
+    pub overhead_s: f64,
+    pub seek_s: f64,
+    pub rotation_s: f64,
+    pub transfer_s: f64,
+}
+
+impl Charge {
+    pub fn total_s(&self) -> f64 {
+        self.overhead_s + self.seek_s + self.rotation_s + self.transfer_s
     }
 }
 
@@ -80,7 +100,7 @@ pub struct DiskModel {
 
 impl DiskModel {
     /// Refuses what makes the model meaningless, naming the model and the key.
-    pub fn check(&self, name: &str) -> Result<(), RaidError> {
+    pub fn check(&self, name: &str) -> Result<(), ModelError> {
         let at = |k: &str| format!("disk model `{name}`: `{k}`");
         for (k, v) in [
             ("seek_track_ms", self.seek_track_ms),
@@ -93,10 +113,7 @@ impl DiskModel {
             ("spin_down_j", self.spin_down_j),
         ] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(RaidError::Model(format!(
-                    "{} = {v} must be 0 or more",
-                    at(k)
-                )));
+                return Err(ModelError(format!("{} = {v} must be 0 or more", at(k))));
             }
         }
         for (k, v) in [
@@ -105,11 +122,11 @@ impl DiskModel {
             ("inner_mb_s", self.inner_mb_s),
         ] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(RaidError::Model(format!("{} = {v} must be above 0", at(k))));
+                return Err(ModelError(format!("{} = {v} must be above 0", at(k))));
             }
         }
         if !(self.seek_track_ms <= self.seek_avg_ms && self.seek_avg_ms <= self.seek_full_ms) {
-            return Err(RaidError::Model(format!(
+            return Err(ModelError(format!(
                 "{}: seeks must grow: track {} ≤ average {} ≤ full {} ms",
                 at("seek_*_ms"),
                 self.seek_track_ms,
@@ -118,7 +135,7 @@ impl DiskModel {
             )));
         }
         if self.inner_mb_s > self.outer_mb_s {
-            return Err(RaidError::Model(format!(
+            return Err(ModelError(format!(
                 "{} = {} is above `outer_mb_s` = {}: the outer zone is the faster",
                 at("inner_mb_s"),
                 self.inner_mb_s,
@@ -130,22 +147,19 @@ impl DiskModel {
         self.standby.check(&at("standby"))?;
         let (a, i, s) = (self.active.watts(), self.idle.watts(), self.standby.watts());
         if s > i {
-            return Err(RaidError::Model(format!(
+            return Err(ModelError(format!(
                 "{}: standby {s} W is above idle {i} W, so spinning down would cost power",
                 at("standby")
             )));
         }
         if i > a {
-            return Err(RaidError::Model(format!(
+            return Err(ModelError(format!(
                 "{}: idle {i} W is above active {a} W",
                 at("idle")
             )));
         }
         if self.kind == Kind::Hdd && self.rpm == 0 {
-            return Err(RaidError::Model(format!(
-                "{} = 0 for a hard disk",
-                at("rpm")
-            )));
+            return Err(ModelError(format!("{} = 0 for a hard disk", at("rpm"))));
         }
         Ok(())
     }
@@ -177,19 +191,30 @@ impl DiskModel {
         (self.outer_mb_s + (self.inner_mb_s - self.outer_mb_s) * x) * 1e6
     }
 
-    /// One request's service time, s: overhead, the seek from `from` to `to`, `rotation` (0..1)
-    /// of a revolution, and the transfer of `bytes` at `to`'s zone.
-    pub fn service_s(&self, from: u64, to: u64, bytes: u64, rotation: f64) -> f64 {
-        let revolution = if self.rpm == 0 {
+    /// One revolution, s (0 for an SSD).
+    pub fn revolution_s(&self) -> f64 {
+        if self.rpm == 0 {
             0.0
         } else {
             60.0 / f64::from(self.rpm)
-        };
+        }
+    }
+
+    /// What serving one request costs: overhead, the seek from `from` to `to`, `rotation`
+    /// (0..1) of a revolution, and the transfer of `bytes` at `to`'s zone.
+    pub fn charge(&self, from: u64, to: u64, bytes: u64, rotation: f64) -> Charge {
         let d = from.abs_diff(to) as f64 / self.capacity_bytes() as f64;
-        self.overhead_ms / 1e3
-            + self.seek_s(d)
-            + rotation * revolution
-            + bytes as f64 / self.rate_b_s(to)
+        Charge {
+            overhead_s: self.overhead_ms / 1e3,
+            seek_s: self.seek_s(d),
+            rotation_s: rotation * self.revolution_s(),
+            transfer_s: bytes as f64 / self.rate_b_s(to),
+        }
+    }
+
+    /// One request's service time, s: [`Self::charge`] summed.
+    pub fn service_s(&self, from: u64, to: u64, bytes: u64, rotation: f64) -> f64 {
+        self.charge(from, to, bytes, rotation).total_s()
     }
 
     /// The idle time after which spinning down saves energy:

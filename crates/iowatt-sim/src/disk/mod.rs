@@ -1,0 +1,275 @@
+//! One disk as both the RAID simulator and the emulated disk (crates/iowatt-emulate) see it: a
+//! datasheet's model ([`DiskModel`]) and the disk's own state machine ([`Disk`]) — its head,
+//! its FIFO queue, its power state and its spin cycles, with the time spent in each state.
+//!
+//! The state machine has no clock of its own: its caller says when things happen. The
+//! simulator drives it from its event queue; the emulator from a timer thread at the times the
+//! machine itself returned, so both charge a request the same seek, rotation and transfer.
+
+mod model;
+
+use std::collections::VecDeque;
+
+use iowatt_metrics::Rng;
+
+pub use model::{Charge, DiskModel, Kind, ModelError, Power};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    Idle,
+    Busy,
+    SpinningDown,
+    Standby,
+    SpinningUp,
+}
+
+impl State {
+    pub const ALL: [State; 5] = [
+        State::Idle,
+        State::Busy,
+        State::SpinningDown,
+        State::Standby,
+        State::SpinningUp,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Idle => "idle",
+            State::Busy => "busy",
+            State::SpinningDown => "spinning_down",
+            State::Standby => "standby",
+            State::SpinningUp => "spinning_up",
+        }
+    }
+
+    /// The state's draw, W: spinning up and down spread their joules over their time.
+    pub fn watts(self, m: &DiskModel) -> f64 {
+        match self {
+            State::Idle => m.idle.watts(),
+            State::Busy => m.active.watts(),
+            State::Standby => m.standby.watts(),
+            State::SpinningDown if m.spin_down_s > 0.0 => m.spin_down_j / m.spin_down_s,
+            State::SpinningUp if m.spin_up_s > 0.0 => m.spin_up_j / m.spin_up_s,
+            _ => 0.0,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Time spent in one state, from its start to the change that ended it, ns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    pub state: State,
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
+
+/// A request waiting in a disk's queue: the caller's tag, the disk offset and size in bytes.
+#[derive(Debug)]
+pub struct Queued<R> {
+    pub tag: R,
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+/// The request a disk started serving: where, what it costs, and when it is done.
+#[derive(Debug)]
+pub struct Started {
+    pub offset: u64,
+    pub bytes: u64,
+    pub charge: Charge,
+    pub done_ns: u64,
+}
+
+/// One disk: head position, FIFO queue, power state (since when), spin cycles, the request
+/// being served, the time in each state so far, and its own seeded stream of rotational
+/// positions.
+pub struct Disk<R> {
+    state: State,
+    since_ns: u64,
+    head: u64,
+    queue: VecDeque<Queued<R>>,
+    serving: Option<R>,
+    cycles: u64,
+    time_ns: [u64; 5],
+    rng: Rng,
+}
+
+fn ns(s: f64) -> u64 {
+    (s * 1e9).round() as u64
+}
+
+impl<R> Disk<R> {
+    /// An idle disk at time 0 with its head at byte 0.
+    pub fn new(rng: Rng) -> Self {
+        Disk {
+            state: State::Idle,
+            since_ns: 0,
+            head: 0,
+            queue: VecDeque::new(),
+            serving: None,
+            cycles: 0,
+            time_ns: [0; 5],
+            rng,
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn since_ns(&self) -> u64 {
+        self.since_ns
+    }
+
+    pub fn head(&self) -> u64 {
+        self.head
+    }
+
+    /// Spin-downs so far.
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Time in `state` up to the last change, ns (the state under way counts from
+    /// [`Self::since_ns`]).
+    pub fn time_ns(&self, state: State) -> u64 {
+        self.time_ns[state.index()]
+    }
+
+    /// Energy up to `now`, J: each state's watts times its time, the state under way included.
+    pub fn energy_j(&self, model: &DiskModel, now: u64) -> f64 {
+        State::ALL
+            .iter()
+            .map(|&s| {
+                let under_way = if s == self.state {
+                    now.saturating_sub(self.since_ns)
+                } else {
+                    0
+                };
+                s.watts(model) * (self.time_ns(s) + under_way) as f64 / 1e9
+            })
+            .sum()
+    }
+
+    /// Moves to `next` at `now`; returns the span of the state left.
+    pub fn enter(&mut self, now: u64, next: State) -> Span {
+        let span = Span {
+            state: self.state,
+            from_ns: self.since_ns,
+            to_ns: now.max(self.since_ns),
+        };
+        self.time_ns[span.state.index()] += span.to_ns - span.from_ns;
+        self.state = next;
+        self.since_ns = span.to_ns;
+        span
+    }
+
+    pub fn push(&mut self, tag: R, offset: u64, bytes: u64) {
+        self.queue.push_back(Queued { tag, offset, bytes });
+    }
+
+    /// Queues a request ahead of every other (a catch-up the disk must do first).
+    pub fn push_front(&mut self, tag: R, offset: u64, bytes: u64) {
+        self.queue.push_front(Queued { tag, offset, bytes });
+    }
+
+    /// Serves the head of the queue from `now`: busy, the head moved past it, its rotational
+    /// position drawn. With nothing queued the disk idles and no request is started.
+    pub fn start_next(&mut self, model: &DiskModel, now: u64) -> (Span, Option<Started>) {
+        let Some(q) = self.queue.pop_front() else {
+            return (self.enter(now, State::Idle), None);
+        };
+        let span = self.enter(now, State::Busy);
+        let charge = model.charge(self.head, q.offset, q.bytes, self.rng.unit());
+        self.head = q.offset + q.bytes;
+        self.serving = Some(q.tag);
+        let started = Started {
+            offset: q.offset,
+            bytes: q.bytes,
+            charge,
+            done_ns: self.since_ns + ns(charge.total_s()),
+        };
+        (span, Some(started))
+    }
+
+    /// The request being served, taken (when it is done).
+    pub fn take_serving(&mut self) -> Option<R> {
+        self.serving.take()
+    }
+
+    /// Starts spinning up at `now`; returns the span left and when the disk is up.
+    pub fn spin_up(&mut self, model: &DiskModel, now: u64) -> (Span, u64) {
+        let span = self.enter(now, State::SpinningUp);
+        (span, self.since_ns + ns(model.spin_up_s))
+    }
+
+    /// Starts spinning down at `now` (one more cycle); returns the span left and when the
+    /// disk is down.
+    pub fn spin_down(&mut self, model: &DiskModel, now: u64) -> (Span, u64) {
+        let span = self.enter(now, State::SpinningDown);
+        self.cycles += 1;
+        (span, self.since_ns + ns(model.spin_down_s))
+    }
+
+    /// Every queued request, taken (a disk stopped before serving them).
+    pub fn drain(&mut self) -> impl Iterator<Item = Queued<R>> + '_ {
+        self.queue.drain(..)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> DiskModel {
+        let text = include_str!("../../../../python/iowatt/sim/disks.toml");
+        let mut all: std::collections::HashMap<String, DiskModel> =
+            toml::from_str(text).expect("the shipped models parse");
+        all.remove("ultrastar-36z15").expect("shipped")
+    }
+
+    #[test]
+    fn a_request_is_charged_the_models_service_time_from_the_head() {
+        let m = model();
+        let mut d: Disk<u32> = Disk::new(Rng::new(7));
+        let mut check = Rng::new(7);
+        d.push(1, 1 << 30, 4096);
+        let (idle, started) = d.start_next(&m, 1_000);
+        assert_eq!(
+            (idle.state, idle.from_ns, idle.to_ns),
+            (State::Idle, 0, 1_000)
+        );
+        let s = started.expect("queued");
+        let want = m.service_s(0, 1 << 30, 4096, check.unit());
+        assert_eq!(s.charge.total_s(), want);
+        assert_eq!(s.done_ns, 1_000 + (want * 1e9).round() as u64);
+        assert_eq!(d.head(), (1 << 30) + 4096);
+        assert_eq!(d.take_serving(), Some(1));
+    }
+
+    #[test]
+    fn energy_is_each_states_watts_times_its_time_spin_joules_included() {
+        let m = model();
+        let mut d: Disk<u32> = Disk::new(Rng::new(1));
+        let (_, down) = d.spin_down(&m, 2_000_000_000);
+        d.enter(down, State::Standby);
+        let (_, up) = d.spin_up(&m, down + 5_000_000_000);
+        d.enter(up, State::Idle);
+        assert_eq!(d.cycles(), 1);
+        let want = m.idle.watts() * 2.0
+            + m.spin_down_j
+            + m.standby.watts() * 5.0
+            + m.spin_up_j
+            + m.idle.watts() * 1.0;
+        let got = d.energy_j(&m, up + 1_000_000_000);
+        assert!((got - want).abs() < 1e-9, "{got} J, want {want} J");
+    }
+}
