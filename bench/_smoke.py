@@ -12,7 +12,7 @@ import argparse
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
@@ -134,11 +134,19 @@ def alternate(rep: int, sides: Sequence[T]) -> list[T]:
 
 
 def timed_runs(
-    commands: dict[str, str], runs: int, warmup: int, tool: str | None, shell: bool = False
+    commands: dict[str, str],
+    runs: int,
+    warmup: int,
+    tool: str | None,
+    shell: bool = False,
+    after_round: Callable[[], None] | None = None,
 ) -> dict[str, list[float]]:
     """Each command's wall times in seconds, one run of each per round, the order alternating
     from round to round; measured by hyperfine (``tool``) or, where it is missing, by a plain
-    loop. ``shell`` runs the commands through a shell (for quoting, as awk programs need)."""
+    loop. ``shell`` runs the commands through a shell (for quoting, as awk programs need).
+    ``after_round`` is called after each round, untimed: a command that overwrites its own
+    output file can have each round's copy read there (warm-up runs come before the timed run,
+    so the file holds the timed run's)."""
     import json
     import subprocess
     import tempfile
@@ -157,12 +165,14 @@ def timed_runs(
                 subprocess.run(args, check=True, stdout=sys.stderr)
                 for r in json.loads(out.read_text())["results"]:
                     times[r["command"]] += r["times"]
-                continue
-            for name in names:
-                cmd: str | list[str] = commands[name] if shell else commands[name].split()
-                for n in range((warmup if rnd == 0 else 0) + 1):
-                    t = time.perf_counter()
-                    subprocess.run(cmd, shell=shell, check=True, stdout=subprocess.DEVNULL)
-                    if n == (warmup if rnd == 0 else 0):
-                        times[name].append(time.perf_counter() - t)
+            else:
+                for name in names:
+                    cmd: str | list[str] = commands[name] if shell else commands[name].split()
+                    for n in range((warmup if rnd == 0 else 0) + 1):
+                        t = time.perf_counter()
+                        subprocess.run(cmd, shell=shell, check=True, stdout=subprocess.DEVNULL)
+                        if n == (warmup if rnd == 0 else 0):
+                            times[name].append(time.perf_counter() - t)
+            if after_round is not None:
+                after_round()
     return times
