@@ -1,0 +1,383 @@
+//! The disk behind the mount, in real time: iowatt-sim's [`Disk`] state machine fed with each
+//! read and write as it arrives, and a timer thread that answers each one when the model says
+//! the disk finished it, spins the idle disk down and records what every request was charged.
+//!
+//! The model keeps its own time line: a request starts when the previous one finished (or when
+//! it arrived at an idle disk), by the model's clock, never when the timer thread happened to
+//! wake. A late wake-up delays an answer, not the disk, so lateness never accumulates.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use fuser::{ReplyData, ReplyWrite};
+use iowatt_metrics::Rng;
+use iowatt_sim::disk::{Charge, Disk, DiskModel, Started, State};
+
+/// What answers a request once the disk is done with it.
+pub trait Answer: Send + 'static {
+    fn send(self);
+}
+
+/// The kernel's request, answered through FUSE.
+pub enum Reply {
+    Read(ReplyData, Vec<u8>),
+    Write(ReplyWrite, u32),
+}
+
+impl Answer for Reply {
+    fn send(self) {
+        match self {
+            Reply::Read(r, data) => r.data(&data),
+            Reply::Write(r, n) => r.written(n),
+        }
+    }
+}
+
+/// A request in the disk's queue or being served.
+pub struct Pending<A> {
+    pub reply: A,
+    pub arrived_ns: u64,
+    pub write: bool,
+}
+
+/// One request as the disk served it, ns from the mount.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    pub arrived_ns: u64,
+    pub started_ns: u64,
+    pub done_ns: u64,
+    /// Disk offset and bytes.
+    pub offset: u64,
+    pub bytes: u64,
+    pub write: bool,
+    pub charge: Charge,
+    /// Answered at once when the disk was stopped, before the model finished it.
+    pub drained: bool,
+}
+
+/// A power state entered, ns from the mount.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Change {
+    pub t_ns: u64,
+    pub state: State,
+}
+
+/// What the disk has done so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counters {
+    pub now_ns: u64,
+    pub state: State,
+    /// Requests queued, the one being served included.
+    pub queue: usize,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub drained: u64,
+    pub cycles: u64,
+    /// Per state, in [`State::ALL`]'s order: time so far, ns.
+    pub state_ns: [u64; 5],
+    pub energy_j: f64,
+}
+
+struct Inner<A> {
+    disk: Disk<Pending<A>>,
+    /// The request being served: when it started and what it costs.
+    serving: Option<Started>,
+    /// When the state under way ends (busy, spinning up or down).
+    due_ns: u64,
+    served: Vec<Served>,
+    changes: Vec<Change>,
+    read_ops: u64,
+    write_ops: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    drained: u64,
+    stopped: bool,
+}
+
+pub struct Drive<A> {
+    model: DiskModel,
+    spin_down_ns: Option<u64>,
+    epoch: Instant,
+    inner: Mutex<Inner<A>>,
+    wake: Condvar,
+}
+
+impl<A: Answer> Drive<A> {
+    /// An idle disk whose rotational positions come from `rng`; with `spin_down`, it spins
+    /// down after idling that long.
+    pub fn new(model: DiskModel, spin_down: Option<Duration>, rng: Rng) -> Self {
+        Drive {
+            model,
+            spin_down_ns: spin_down.map(|d| d.as_nanos() as u64),
+            epoch: Instant::now(),
+            inner: Mutex::new(Inner {
+                disk: Disk::new(rng),
+                serving: None,
+                due_ns: 0,
+                served: Vec::new(),
+                changes: vec![Change {
+                    t_ns: 0,
+                    state: State::Idle,
+                }],
+                read_ops: 0,
+                write_ops: 0,
+                read_bytes: 0,
+                write_bytes: 0,
+                drained: 0,
+                stopped: false,
+            }),
+            wake: Condvar::new(),
+        }
+    }
+
+    pub fn model(&self) -> &DiskModel {
+        &self.model
+    }
+
+    /// Where the mount's clock is: ns since the disk was made.
+    pub fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// The instant `t_ns` on the mount's clock stands for.
+    pub fn instant(&self, t_ns: u64) -> Instant {
+        self.epoch + Duration::from_nanos(t_ns)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<A>> {
+        // Every update is made whole under the lock, so a panic elsewhere leaves it usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A request for `bytes` at disk offset `offset`: queued, and answered when served (at
+    /// once once the disk is stopped). It reaches the disk when it reached the mount: the
+    /// backing file's own I/O since then is hidden inside the model's service time.
+    pub fn submit(&self, pending: Pending<A>, offset: u64, bytes: u64) {
+        let now = pending.arrived_ns;
+        let mut g = self.lock();
+        let replies = self.advance(&mut g, now);
+        if g.stopped {
+            drop(g);
+            pending.reply.send();
+            return;
+        }
+        g.disk.push(pending, offset, bytes);
+        match g.disk.state() {
+            State::Idle => self.start_next(&mut g, now),
+            State::Standby => self.spin_up(&mut g, now),
+            _ => {}
+        }
+        drop(g);
+        self.wake.notify_one();
+        replies.into_iter().for_each(A::send);
+    }
+
+    fn note(g: &mut Inner<A>, t_ns: u64, before: State) {
+        let state = g.disk.state();
+        if state != before {
+            g.changes.push(Change { t_ns, state });
+        }
+    }
+
+    fn start_next(&self, g: &mut Inner<A>, t: u64) {
+        let before = g.disk.state();
+        let (_, started) = g.disk.start_next(&self.model, t);
+        if let Some(s) = &started {
+            g.due_ns = s.done_ns;
+        }
+        g.serving = started;
+        Self::note(g, t, before);
+    }
+
+    fn spin_up(&self, g: &mut Inner<A>, t: u64) {
+        let before = g.disk.state();
+        let (_, up) = g.disk.spin_up(&self.model, t);
+        g.due_ns = up;
+        Self::note(g, t, before);
+    }
+
+    /// Brings the model up to `now`: finishes what is due, in the model's own time, and
+    /// returns the answers to send (outside the lock).
+    fn advance(&self, g: &mut Inner<A>, now: u64) -> Vec<A> {
+        let mut replies = Vec::new();
+        loop {
+            let state = g.disk.state();
+            match state {
+                State::Busy if g.due_ns <= now => {
+                    let t = g.due_ns;
+                    self.finish(g, t, false, &mut replies);
+                    self.start_next(g, t);
+                }
+                State::SpinningUp if g.due_ns <= now => {
+                    let t = g.due_ns;
+                    self.start_next(g, t);
+                }
+                State::SpinningDown if g.due_ns <= now => {
+                    let t = g.due_ns;
+                    g.disk.enter(t, State::Standby);
+                    Self::note(g, t, state);
+                    if g.disk.queued() > 0 {
+                        self.spin_up(g, t);
+                    }
+                }
+                State::Idle => match self.spin_down_ns {
+                    Some(after) if g.disk.since_ns() + after <= now => {
+                        let t = g.disk.since_ns() + after;
+                        let (_, down) = g.disk.spin_down(&self.model, t);
+                        g.due_ns = down;
+                        Self::note(g, t, state);
+                    }
+                    _ => break,
+                },
+                _ => break,
+            }
+        }
+        replies
+    }
+
+    /// Records the request being served as done at `t` and hands back its answer.
+    fn finish(&self, g: &mut Inner<A>, t: u64, drained: bool, replies: &mut Vec<A>) {
+        let (Some(p), Some(s)) = (g.disk.take_serving(), g.serving.take()) else {
+            return;
+        };
+        // Still busy with it: the state began when the request did.
+        let started_ns = g.disk.since_ns();
+        Self::count(g, &p, s.bytes, drained);
+        g.served.push(Served {
+            arrived_ns: p.arrived_ns,
+            started_ns,
+            done_ns: t,
+            offset: s.offset,
+            bytes: s.bytes,
+            write: p.write,
+            charge: s.charge,
+            drained,
+        });
+        replies.push(p.reply);
+    }
+
+    fn count(g: &mut Inner<A>, p: &Pending<A>, bytes: u64, drained: bool) {
+        if p.write {
+            g.write_ops += 1;
+            g.write_bytes += bytes;
+        } else {
+            g.read_ops += 1;
+            g.read_bytes += bytes;
+        }
+        g.drained += u64::from(drained);
+    }
+
+    /// When the model next has something to do, on the mount's clock.
+    fn next_due(&self, g: &Inner<A>) -> Option<u64> {
+        match g.disk.state() {
+            State::Busy | State::SpinningUp | State::SpinningDown => Some(g.due_ns),
+            State::Idle => self.spin_down_ns.map(|after| g.disk.since_ns() + after),
+            State::Standby => None,
+        }
+    }
+
+    /// The timer thread's loop: answers requests as they come due until [`Self::stop`].
+    pub fn run_timer(&self) {
+        let mut g = self.lock();
+        while !g.stopped {
+            let replies = self.advance(&mut g, self.now_ns());
+            if !replies.is_empty() {
+                drop(g);
+                replies.into_iter().for_each(A::send);
+                g = self.lock();
+                continue;
+            }
+            g = match self.next_due(&g) {
+                Some(due) => {
+                    let left = self.instant(due).saturating_duration_since(Instant::now());
+                    self.wake
+                        .wait_timeout(g, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+                None => self.wake.wait(g).unwrap_or_else(|e| e.into_inner()),
+            };
+        }
+    }
+
+    /// Stops the disk: what is due is finished, and every request still queued or being
+    /// served is answered at once (its data was read or written on arrival), counted as
+    /// drained. Later requests are answered as they come.
+    pub fn stop(&self) {
+        let now = self.now_ns();
+        let mut g = self.lock();
+        let mut replies = self.advance(&mut g, now);
+        self.finish(&mut g, now, true, &mut replies);
+        let before = g.disk.state();
+        let queued: Vec<_> = g.disk.drain().collect();
+        for q in queued {
+            Self::count(&mut g, &q.tag, q.bytes, true);
+            g.served.push(Served {
+                arrived_ns: q.tag.arrived_ns,
+                started_ns: now,
+                done_ns: now,
+                offset: q.offset,
+                bytes: q.bytes,
+                write: q.tag.write,
+                charge: Charge::default(),
+                drained: true,
+            });
+            replies.push(q.tag.reply);
+        }
+        if matches!(before, State::Busy) {
+            g.disk.enter(now, State::Idle);
+            Self::note(&mut g, now, before);
+        }
+        g.stopped = true;
+        drop(g);
+        self.wake.notify_all();
+        replies.into_iter().for_each(A::send);
+    }
+
+    /// What the disk has done up to now.
+    pub fn counters(&self) -> Counters {
+        let now = self.now_ns();
+        let mut g = self.lock();
+        let replies = self.advance(&mut g, now);
+        let c = Self::counters_at(&self.model, &g, now);
+        drop(g);
+        replies.into_iter().for_each(A::send);
+        c
+    }
+
+    fn counters_at(model: &DiskModel, g: &Inner<A>, now: u64) -> Counters {
+        let disk = &g.disk;
+        let mut state_ns = [0; 5];
+        for (i, s) in State::ALL.iter().enumerate() {
+            state_ns[i] = disk.time_ns(*s);
+            if *s == disk.state() {
+                state_ns[i] += now.saturating_sub(disk.since_ns());
+            }
+        }
+        Counters {
+            now_ns: now,
+            state: disk.state(),
+            queue: disk.queued() + usize::from(g.serving.is_some()),
+            read_ops: g.read_ops,
+            write_ops: g.write_ops,
+            read_bytes: g.read_bytes,
+            write_bytes: g.write_bytes,
+            drained: g.drained,
+            cycles: disk.cycles(),
+            state_ns,
+            energy_j: disk.energy_j(model, now),
+        }
+    }
+
+    /// Everything served and every state change so far, taken, with the counters at the end.
+    pub fn take_log(&self) -> (Vec<Served>, Vec<Change>, Counters) {
+        let now = self.now_ns();
+        let mut g = self.lock();
+        let c = Self::counters_at(&self.model, &g, now);
+        let served = std::mem::take(&mut g.served);
+        let changes = std::mem::take(&mut g.changes);
+        (served, changes, c)
+    }
+}

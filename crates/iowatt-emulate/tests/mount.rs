@@ -1,0 +1,238 @@
+//! The emulated disk mounted for real (FUSE, as root or through fusermount3): data passes
+//! through unchanged, and each request is charged exactly what the shared disk model gives for
+//! its offsets and the seeded rotation, in FIFO order, with power states and their energy.
+
+use std::fs;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iowatt_emulate::{Emulation, Options, Record, Served};
+use iowatt_metrics::Handle;
+use iowatt_sim::disk::{DiskModel, State};
+use iowatt_sim::Streams;
+
+fn shipped(name: &str) -> DiskModel {
+    let text = include_str!("../../../python/iowatt/sim/disks.toml");
+    let mut all: std::collections::HashMap<String, DiskModel> =
+        toml::from_str(text).expect("the shipped models parse");
+    all.remove(name).expect("a shipped model")
+}
+
+struct Mounted {
+    handle: Handle<Emulation>,
+    root: PathBuf,
+    backing: PathBuf,
+    mount: PathBuf,
+}
+
+impl Mounted {
+    fn new(tag: &str, model: DiskModel, spin_down: Option<Duration>) -> Self {
+        let root =
+            std::env::temp_dir().join(format!("iowatt-emulate-{tag}-{}", std::process::id()));
+        let (backing, mount) = (root.join("backing"), root.join("mount"));
+        fs::create_dir_all(&backing).unwrap();
+        fs::create_dir_all(&mount).unwrap();
+        let handle = Handle::new(Emulation {
+            options: Options {
+                backing: backing.clone(),
+                mount: mount.clone(),
+                model,
+                spin_down,
+                seed: 3,
+                page_cache: false,
+            },
+        });
+        assert!(handle.start());
+        let m = Mounted {
+            handle,
+            root,
+            backing,
+            mount,
+        };
+        m.until("the mount is ready", |m| {
+            m.handle.progress().counters().is_some()
+        });
+        m
+    }
+
+    /// Waits for `ready` (a state the disk reports), failing after 30 s.
+    fn until(&self, what: &str, ready: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready(self) {
+            assert!(
+                !self.handle.wait(Duration::ZERO),
+                "the disk ended before {what}"
+            );
+            assert!(Instant::now() < deadline, "no {what} within 30 s");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn control(&self, name: &str) -> String {
+        fs::read_to_string(self.mount.join(".iowatt").join(name)).expect("a counter file")
+    }
+
+    fn stop(self) -> Record {
+        self.handle.cancel();
+        assert!(
+            self.handle.wait(Duration::from_secs(30)),
+            "unmounted in time"
+        );
+        let record = self
+            .handle
+            .with_outcome(|o| o.clone())
+            .unwrap()
+            .expect("ran");
+        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(
+            !mounts.contains(self.mount.to_str().unwrap()),
+            "nothing left mounted"
+        );
+        fs::remove_dir_all(&self.root).unwrap();
+        record
+    }
+}
+
+/// Each request's charge is the model's for its offsets from the head, with the rotation drawn
+/// from the seed's stream in serving order; each starts when the one before it finished, or
+/// when it arrived at an idle disk.
+fn assert_charged_by_the_model(served: &[Served], model: &DiskModel, seed: u64) {
+    let mut rng = Streams::new(seed).stream(0);
+    let mut head = 0;
+    let mut free_at = 0;
+    for (i, s) in served.iter().enumerate() {
+        let want = model.charge(head, s.offset, s.bytes, rng.unit());
+        assert_eq!(s.charge, want, "request {i}");
+        assert_eq!(
+            s.started_ns,
+            s.arrived_ns.max(free_at),
+            "request {i} waited its turn"
+        );
+        assert_eq!(
+            s.done_ns - s.started_ns,
+            (want.total_s() * 1e9).round() as u64,
+            "request {i}"
+        );
+        head = s.offset + s.bytes;
+        free_at = s.done_ns;
+    }
+}
+
+fn mounted(path: &Path) -> bool {
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .contains(path.to_str().unwrap())
+}
+
+#[test]
+fn data_passes_through_and_every_request_is_charged_the_model_s_service_time() {
+    let model = shipped("ultrastar-36z15");
+    let m = Mounted::new("charge", model.clone(), None);
+    assert!(mounted(&m.mount));
+    let data: Vec<u8> = (0..256 * 1024).map(|i| (i * 7 % 251) as u8).collect();
+    fs::write(m.mount.join("f"), &data).unwrap();
+    assert_eq!(
+        fs::read(m.backing.join("f")).unwrap(),
+        data,
+        "written through"
+    );
+    let f = fs::File::open(m.mount.join("f")).unwrap();
+    let mut buf = vec![0u8; 4096];
+    for k in [3u64, 50, 7, 33] {
+        f.read_exact_at(&mut buf, k * 4096).unwrap();
+        assert_eq!(buf, data[(k * 4096) as usize..][..4096], "block {k}");
+    }
+    // The control directory is reachable, never listed.
+    let names: Vec<_> = fs::read_dir(&m.mount)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["f"]);
+    let ops: usize = m.control("ops").trim().parse().unwrap();
+    let record = m.stop();
+    assert_eq!(ops, record.served.len(), "the counter counts every request");
+    let reads: Vec<_> = record.served.iter().filter(|s| !s.write).collect();
+    assert_eq!(reads.len(), 4);
+    assert!(record.served.iter().all(|s| !s.drained));
+    assert_charged_by_the_model(&record.served, &model, 3);
+    // Idle, then busy in turns: the energy is each state's watts times its time.
+    let c = &record.counters;
+    let want: f64 = State::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.watts(&model) * c.state_ns[i] as f64 / 1e9)
+        .sum();
+    assert!(
+        (c.energy_j - want).abs() < 1e-6,
+        "{} J against {want} J",
+        c.energy_j
+    );
+}
+
+#[test]
+fn concurrent_requests_are_served_one_at_a_time_in_arrival_order() {
+    let model = shipped("ultrastar-36z15");
+    let m = Mounted::new("fifo", model.clone(), None);
+    fs::write(m.mount.join("f"), vec![1u8; 1 << 20]).unwrap();
+    let path = Arc::new(m.mount.join("f"));
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let f = fs::File::open(&*path).unwrap();
+                let mut buf = vec![0u8; 4096];
+                for k in 0..4 {
+                    f.read_exact_at(&mut buf, ((t * 31 + k * 17) % 256) * 4096)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let record = m.stop();
+    assert_eq!(record.served.iter().filter(|s| !s.write).count(), 32);
+    assert_charged_by_the_model(&record.served, &model, 3);
+    assert!(
+        record.served.iter().any(|s| s.started_ns > s.arrived_ns),
+        "some requests queued behind others"
+    );
+}
+
+#[test]
+fn an_idle_disk_spins_down_and_the_next_read_pays_the_spin_up() {
+    let mut model = shipped("ultrastar-36z15");
+    // Short spins keep the test quick; the accounting is the same at any length.
+    (model.spin_down_s, model.spin_up_s) = (0.05, 0.2);
+    let m = Mounted::new("spin", model.clone(), Some(Duration::from_millis(100)));
+    fs::write(m.backing.join("f"), vec![2u8; 8192]).unwrap();
+    m.until("standby", |m| m.control("state").trim() == "standby");
+    assert_eq!(m.control("cycles").trim(), "1");
+    let mut buf = vec![0u8; 4096];
+    fs::File::open(m.mount.join("f"))
+        .unwrap()
+        .read_exact_at(&mut buf, 0)
+        .unwrap();
+    let record = m.stop();
+    let read = &record.served[0];
+    let changes: Vec<State> = record.changes.iter().map(|c| c.state).collect();
+    assert_eq!(
+        changes[..5],
+        [
+            State::Idle,
+            State::SpinningDown,
+            State::Standby,
+            State::SpinningUp,
+            State::Busy
+        ]
+    );
+    let up = record.changes[3].t_ns;
+    assert_eq!(up, read.arrived_ns, "the read woke the disk");
+    assert_eq!(
+        read.started_ns - read.arrived_ns,
+        (model.spin_up_s * 1e9).round() as u64,
+        "and waited for it to spin up"
+    );
+    assert_eq!(record.counters.cycles, 1);
+}
