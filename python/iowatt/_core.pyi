@@ -1,8 +1,10 @@
 # Hand-written stub of the Rust extension (crates/iowatt-py); checked with mypy.stubtest.
+import os
 from typing import Any, final
 
 __all__ = [
     "PERSONALITIES",
+    "Emulation",
     "LogAnonymizer",
     "LogRead",
     "PowerRecorder",
@@ -144,6 +146,25 @@ class ServerSim:
     def wait(self, timeout_s: float) -> bool: ...
     def progress(self) -> dict[str, Any]: ...
     def result(self) -> list[dict[str, Any]]: ...
+
+@final
+class Emulation:
+    def __new__(
+        cls,
+        backing: str | os.PathLike[str],
+        mount: str | os.PathLike[str],
+        model_json: str,
+        *,
+        name: str,
+        spin_down_s: float | None,
+        seed: int,
+        page_cache: bool,
+    ) -> Emulation: ...
+    def start(self) -> None: ...
+    def cancel(self) -> None: ...
+    def wait(self, timeout_s: float) -> bool: ...
+    def progress(self) -> dict[str, Any]: ...
+    def result(self) -> dict[str, Any]: ...
 
 def raid_simulate(
     config_json: str, n: int, t_ns: bytes, offset: bytes, bytes: bytes, write: bytes, seed: int

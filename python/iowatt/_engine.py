@@ -2,8 +2,8 @@
 
 Each engine is a handle that runs on its own thread without the GIL: :class:`WorkloadRun` (the
 workload engine), :class:`PowerSampler` (the power samplers), :class:`LogRead` (the access-log
-parser), :class:`TreeRecreate` (the tree recreation), :class:`Replay` (the trace replayer) and
-:class:`ServerSim` (the server cooling simulator).
+parser), :class:`TreeRecreate` (the tree recreation), :class:`Replay` (the trace replayer),
+:class:`ServerSim` (the server cooling simulator) and :class:`Emulation` (the emulated disk).
 :func:`drive` is the one loop that starts handles, forwards their progress, stops them on Ctrl-C
 or when asked, and waits for them to end, so every verb stops the same way. Results are
 typed (:class:`WorkloadResult`); the engine's errors arrive as :mod:`iowatt.errors` exceptions,
@@ -223,7 +223,14 @@ class _EngineJob:
     """An engine's job thread (``iowatt_metrics::Handle`` behind the binding): the :class:`Handle`
     methods, passed through."""
 
-    _run: _core.WorkloadRun | _core.TreeRecreate | _core.LogRead | _core.Replay | _core.ServerSim
+    _run: (
+        _core.WorkloadRun
+        | _core.TreeRecreate
+        | _core.LogRead
+        | _core.Replay
+        | _core.ServerSim
+        | _core.Emulation
+    )
 
     def start(self) -> None:
         self._run.start()
@@ -687,6 +694,45 @@ class ServerSim(_EngineJob):
 
     def result(self) -> list[dict[str, Any]]:
         return cast(list[dict[str, Any]], _engine_call(self._run.result))
+
+
+class Emulation(_EngineJob):
+    """The emulated disk (``crates/iowatt-emulate``): BACKING served at MOUNT by FUSE as a disk
+    of ``model`` (a ``disks.toml`` table, checked when built). :func:`drive` it: it serves until
+    cancelled, then answers what is queued and unmounts; :meth:`progress` has the counters
+    (``ready`` once mounted), :meth:`result` every request's charge and the state changes."""
+
+    _run: _core.Emulation
+
+    def __init__(
+        self,
+        backing: str,
+        mount: str,
+        model: Mapping[str, Any],
+        *,
+        name: str,
+        spin_down_s: float | None,
+        seed: int,
+        page_cache: bool,
+    ) -> None:
+        sent = Encoded(model)
+        self._run = _engine_call(
+            lambda: _core.Emulation(
+                backing,
+                mount,
+                sent.text,
+                name=name,
+                spin_down_s=spin_down_s,
+                seed=seed,
+                page_cache=page_cache,
+            )
+        )
+
+    def progress(self) -> dict[str, Any]:
+        return self._run.progress()
+
+    def result(self) -> dict[str, Any]:
+        return cast(dict[str, Any], _engine_call(self._run.result))
 
 
 def raid_simulate(

@@ -100,6 +100,8 @@ pub struct Drive<A> {
     model: DiskModel,
     spin_down_ns: Option<u64>,
     epoch: Instant,
+    /// The epoch on CLOCK_MONOTONIC, ns: where the mount's clock starts for other tools.
+    epoch_ns: u64,
     inner: Mutex<Inner<A>>,
     wake: Condvar,
 }
@@ -112,6 +114,7 @@ impl<A: Answer> Drive<A> {
             model,
             spin_down_ns: spin_down.map(|d| d.as_nanos() as u64),
             epoch: Instant::now(),
+            epoch_ns: iowatt_metrics::clock::now_ns(),
             inner: Mutex::new(Inner {
                 disk: Disk::new(rng),
                 serving: None,
@@ -134,6 +137,11 @@ impl<A: Answer> Drive<A> {
 
     pub fn model(&self) -> &DiskModel {
         &self.model
+    }
+
+    /// Where the mount's clock starts, on CLOCK_MONOTONIC, ns.
+    pub fn epoch_ns(&self) -> u64 {
+        self.epoch_ns
     }
 
     /// Where the mount's clock is: ns since the disk was made.

@@ -55,6 +55,8 @@ pub struct Options {
 /// Everything the disk served, its state changes and its counters at the end.
 #[derive(Debug, Clone)]
 pub struct Record {
+    /// The mount's clock zero on CLOCK_MONOTONIC, ns.
+    pub t0_ns: u64,
     pub served: Vec<Served>,
     pub changes: Vec<Change>,
     pub counters: Counters,
@@ -153,6 +155,7 @@ impl Work for Emulation {
         }
         let (served, changes, counters) = drive.take_log();
         Ok(Record {
+            t0_ns: drive.epoch_ns(),
             served,
             changes,
             counters,

@@ -4,6 +4,7 @@ use pyo3::prelude::*;
 
 mod anonymize;
 mod columns;
+mod emulate;
 mod errors;
 mod histogram;
 mod job;
@@ -28,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tree::TreeRecreate>()?;
     m.add_class::<replay::Replay>()?;
     m.add_class::<sim::ServerSim>()?;
+    m.add_class::<emulate::Emulation>()?;
     m.add_function(wrap_pyfunction!(raid::raid_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::tasks_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(trace::derive_keys, m)?)?;
