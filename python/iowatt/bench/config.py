@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from iowatt._engine import Progress, WorkloadResult
+from iowatt.bands import DEFAULT_SLOW_NS, HEAT_EDGES_NS
 from iowatt.errors import ConfigError
-from iowatt.histogram import DEFAULT_SLOW_NS, HEAT_EDGES_NS
 from iowatt.power.sources import DEFAULT_HZ, SourceSpec
 from iowatt.units import (
     U32_MAX,

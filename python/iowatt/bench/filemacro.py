@@ -11,15 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iowatt.bench.config import Options, WorkloadConfig, resolve_common
-from iowatt.bench.steps import Steps
 from iowatt.errors import ConfigError, TargetError
 from iowatt.target import available_bytes
 from iowatt.units import format_bytes, parse_pairs, parse_size
 from iowatt.warnings import Kind, RunWarning, WarningSink
-from iowatt.wml import BUILTIN, Program, builtin_path, parse_file
+
+if TYPE_CHECKING:
+    # The WML parser is imported where a workload file is read: a personality's bench, which
+    # every run of ``iowatt bench`` imports this module for, never needs it.
+    from iowatt.bench.steps import Steps
+    from iowatt.wml import Program
 
 SUITE = "filemacro"
 DEFAULT_RUNTIME_S = 60.0  # FileBench's `run` without a duration
@@ -73,6 +77,8 @@ def plan_file(source: Path, opts: Options, seed: int) -> WorkloadConfig:
 
 
 def plan_suite(opts: Options, seed: int) -> list[WorkloadConfig]:
+    from iowatt.wml import BUILTIN, builtin_path
+
     workloads = [_plan(builtin_path(name), opts, seed, strict=False) for name in BUILTIN]
     applied = {k for wl in workloads for k in wl.overrides}
     unknown = sorted(set(parse_sets(opts.sets)) - applied)
@@ -86,6 +92,8 @@ def plan_suite(opts: Options, seed: int) -> list[WorkloadConfig]:
 
 
 def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfig:
+    from iowatt.wml import parse_file
+
     defined = {} if strict else parse_file(source, {}, dir=_PLAN_DIR).variables
     overrides = _overrides(opts, defined, strict)
     program = parse_file(source, overrides, dir=_PLAN_DIR)
@@ -150,6 +158,8 @@ def _size(text: str | None) -> int:
 
 def _program(wl: WorkloadConfig) -> Program:
     if wl.program is None:  # a config built by hand, not by plan()
+        from iowatt.wml import parse_file
+
         assert wl.wml is not None
         wl.program = parse_file(Path(wl.wml), wl.overrides, dir=_PLAN_DIR)
     return wl.program
@@ -170,6 +180,9 @@ def steps(
 ) -> Steps:
     """The file's commands around its run, with ``$dir`` the work directory: a file with
     commands is read again there, as their text may hold ``$dir`` anywhere."""
+    from iowatt.bench.steps import Steps
+    from iowatt.wml import parse_file
+
     assert wl.wml is not None
     program = _program(wl)
     if program.steps:

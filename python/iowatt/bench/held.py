@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from iowatt._engine import WorkloadResult, WorkloadRun, result_failure
-from iowatt.histogram import HEAT_EDGES_NS
+from iowatt.bands import HEAT_EDGES_NS
 from iowatt.live.board import Counts
 
 # How often a host looks whether the command was stopped.

@@ -13,10 +13,15 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from iowatt.errors import IowattError
-from iowatt.wml import Program
-from iowatt.wml.script import PHASES, Phase, Step
+
+if TYPE_CHECKING:
+    # Importing any of iowatt.wml loads its parser; every bench imports this module for
+    # StepFailed, and only a workload file's run has steps.
+    from iowatt.wml import Program
+    from iowatt.wml.script import Phase, Step
 
 # A command's output kept in its event: enough for an error message or a `cat` of a setting.
 OUTPUT_KEPT = 4096
@@ -46,6 +51,8 @@ class Steps:
     def through(self, phase: Phase) -> None:
         """Runs the steps of ``phase`` and of every phase before it; raises :class:`StepFailed`
         when a command fails."""
+        from iowatt.wml.script import PHASES
+
         last = PHASES.index(phase)
         while self.pending and PHASES.index(self.pending[0].phase) <= last:
             self._run(self.pending.pop(0))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from iowatt._engine import LiveCounts
-from iowatt.histogram import HEAT_EDGES_NS
+from iowatt.bands import HEAT_EDGES_NS
 
 
 def _no_bands() -> list[int]:

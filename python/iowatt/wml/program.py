@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from iowatt.histogram import HEAT_EDGES_NS
+from iowatt.bands import HEAT_EDGES_NS
 from iowatt.wml.dists import mean_of
 from iowatt.wml.script import Step
 
