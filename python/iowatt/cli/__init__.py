@@ -25,6 +25,7 @@ VERBS = {
     "age": "age:age",
     "campaign": "campaign:campaign_cmd",
     "compare": "compare:compare_cmd",
+    "emulate": "emulate:emulate",
     "energy": "energy:energy",
     "import": "imports:import_cmd",
     "live": "live:live",

@@ -32,6 +32,7 @@ VIEW_FILES = {
     "raid_runs": "raid_runs.parquet",
     "raid_power": "raid_power.parquet",
     "raid_requests": "raid_requests.parquet",
+    "disk_requests": "disk_requests.parquet",
     "tasks_sim": "tasks_sim.parquet",
     "tasks": "tasks.parquet",
     "utilisation": "utilisation.parquet",

@@ -366,6 +366,27 @@ VIEW_SCHEMAS.update(
 )
 
 
+# An emulated disk (iowatt.emulate): every request it served, with what the model charged.
+EMULATE_REQUEST_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("t_s", pa.float64()),
+        ("offset", pa.int64()),
+        ("bytes", pa.int64()),
+        ("write", pa.bool_()),
+        ("latency_ns", pa.int64()),
+        ("queued_ns", pa.int64()),
+        ("service_ns", pa.int64()),
+        ("overhead_s", pa.float64()),
+        ("seek_s", pa.float64()),
+        ("rotation_s", pa.float64()),
+        ("transfer_s", pa.float64()),
+        ("drained", pa.bool_()),
+    ]
+)
+VIEW_SCHEMAS["disk_requests"] = EMULATE_REQUEST_SCHEMA
+
+
 # A task-packing simulation (iowatt.sim.tasks): one row per set × disk × tasks per core.
 TASKS_SIM_SCHEMA = pa.schema(
     [
