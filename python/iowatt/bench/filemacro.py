@@ -36,6 +36,13 @@ _FILE_DECIDES = ("engine", "iodepth", "directio", "dsync", "rate")
 _PLAN_DIR = Path("/TARGET/iowatt-RUN")
 
 
+def parse_file(source: Path, overrides: Mapping[str, str], dir: Path) -> Program:
+    """:func:`iowatt.wml.parse_file`, the parser imported the first time a file is read."""
+    from iowatt.wml import parse_file as parse
+
+    return parse(source, overrides, dir=dir)
+
+
 def is_wml(what: str) -> bool:
     return what.endswith(".f") or Path(what).is_file()
 
@@ -92,8 +99,6 @@ def plan_suite(opts: Options, seed: int) -> list[WorkloadConfig]:
 
 
 def _plan(source: Path, opts: Options, seed: int, strict: bool) -> WorkloadConfig:
-    from iowatt.wml import parse_file
-
     defined = {} if strict else parse_file(source, {}, dir=_PLAN_DIR).variables
     overrides = _overrides(opts, defined, strict)
     program = parse_file(source, overrides, dir=_PLAN_DIR)
@@ -158,8 +163,6 @@ def _size(text: str | None) -> int:
 
 def _program(wl: WorkloadConfig) -> Program:
     if wl.program is None:  # a config built by hand, not by plan()
-        from iowatt.wml import parse_file
-
         assert wl.wml is not None
         wl.program = parse_file(Path(wl.wml), wl.overrides, dir=_PLAN_DIR)
     return wl.program
@@ -181,7 +184,6 @@ def steps(
     """The file's commands around its run, with ``$dir`` the work directory: a file with
     commands is read again there, as their text may hold ``$dir`` anywhere."""
     from iowatt.bench.steps import Steps
-    from iowatt.wml import parse_file
 
     assert wl.wml is not None
     program = _program(wl)

@@ -7,7 +7,6 @@ from typing import Any
 
 from iowatt.bench.config import BenchConfig, Outcome
 from iowatt.power.session import PowerSession
-from iowatt.power.summary import Window, span, summarize
 
 
 class BenchPower(PowerSession):
@@ -20,6 +19,8 @@ class BenchPower(PowerSession):
         """The power section of summary.json: energy per workload, above idle, per op."""
         if self.data is None:
             return None
+        from iowatt.power.summary import Window, span, summarize  # numpy, Arrow: with --power
+
         windows = {
             o.wl.name: Window(
                 o.result["measure_start_ns"],

@@ -13,8 +13,6 @@ from iowatt.bench.hosts import Fleet
 from iowatt.bench.power import BenchPower
 from iowatt.bench.summary import fio_job, interval_table, latency_table
 from iowatt.errors import IowattError
-from iowatt.power.record import write_power_files
-from iowatt.power.summary import warnings as power_warnings
 from iowatt.store.catalog import publish
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import RunWriter
@@ -63,6 +61,9 @@ def write_run(
         hosts.write_tables(writer, fleet)
     power_summary = power.summary(outcomes)
     if power_summary is not None:
+        # The power modules load only for a run that recorded power.
+        from iowatt.power.summary import warnings as power_warnings
+
         summary["power"] = power_summary
         sink.extend(power_warnings(power_summary))
     writer.finish(
@@ -79,6 +80,8 @@ def write_run(
     writer.write_table("intervals.parquet", interval_table(writer.run_id, results))
     writer.write_table("latency.parquet", latency_table(writer.run_id, results))
     if power.data is not None:
+        from iowatt.power.record import write_power_files
+
         write_power_files(writer, power.data, power.t0, sink.events())
     elif events := sink.events():
         writer.write_table("events.parquet", event_table(writer.run_id, power.t0, events))

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from iowatt.power.recording import PowerData, Recording
 from iowatt.power.sources import SourceSpec
-from iowatt.power.summary import Window
+
+if TYPE_CHECKING:
+    # Recording loads the meters' parsers and Arrow: imported in start(), when there are
+    # sources, so a run without --power does not pay for them.
+    from iowatt.power.recording import PowerData, Recording
+    from iowatt.power.summary import Window
 
 
 class PowerSession:
@@ -32,6 +37,9 @@ class PowerSession:
         for ``idle_s`` when asked."""
         if not self.sources:
             return
+        from iowatt.power.recording import Recording
+        from iowatt.power.summary import Window
+
         self.rec = Recording(self.sources, self.hz, self.anchor)
         self.t0 = time.monotonic_ns()
         self.rec.start()
