@@ -1,14 +1,15 @@
 //! Where a file's bytes lie on the emulated disk: where the backing file system put them
 //! (FIEMAP), folded onto the model's capacity, or — where the file system gives no extents
-//! (tmpfs, or data not yet allocated) — in the order the disk first saw them, a chunk at a
-//! time, as a fresh file system allocates.
+//! (tmpfs, holes, data not yet allocated) — in allocation order: each file gets a contiguous
+//! run of the disk the size it has when first seen, the next file the run after it, and bytes
+//! a file grows past its run a new run of their own, as a fresh file system allocates.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
 
-/// The unit of allocation order: a file's chunk is laid out contiguously.
+/// The unit runs are rounded up to.
 const CHUNK: u64 = 1 << 20;
 
 // linux/fiemap.h
@@ -55,24 +56,32 @@ fn physical(file: &File, offset: u64) -> Option<u64> {
         .then(|| e.physical + (offset - e.logical))
 }
 
-/// Allocation order: (file key, chunk) to the disk chunk it got, and the next free chunk.
+/// A run of the disk holding a file's bytes from `file` on: `len` bytes at `disk`.
+#[derive(Clone, Copy)]
+struct Run {
+    file: u64,
+    disk: u64,
+    len: u64,
+}
+
+/// Allocation order: each file's runs, and the next free byte of the disk.
 #[derive(Default)]
-struct Chunks {
-    placed: HashMap<(u64, u64), u64>,
+struct Runs {
+    by_file: HashMap<u64, Vec<Run>>,
     next: u64,
 }
 
 /// Disk offsets for file offsets, one model disk of `capacity` bytes.
 pub struct Placement {
     capacity: u64,
-    chunks: Mutex<Chunks>,
+    runs: Mutex<Runs>,
 }
 
 impl Placement {
     pub fn new(capacity: u64) -> Self {
         Placement {
             capacity: capacity.max(CHUNK),
-            chunks: Mutex::new(Chunks::default()),
+            runs: Mutex::new(Runs::default()),
         }
     }
 
@@ -80,20 +89,42 @@ impl Placement {
     pub fn disk_offset(&self, file: &File, key: u64, offset: u64) -> u64 {
         match physical(file, offset) {
             Some(p) => p % self.capacity,
-            None => self.allocated(key, offset),
+            None => {
+                let size = file.metadata().map_or(0, |m| m.len());
+                self.allocated(key, offset, size)
+            }
         }
     }
 
-    fn allocated(&self, key: u64, offset: u64) -> u64 {
-        let mut g = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
-        let Chunks { placed, next } = &mut *g;
-        let chunks = self.capacity / CHUNK;
-        let chunk = *placed.entry((key, offset / CHUNK)).or_insert_with(|| {
-            let c = *next % chunks;
-            *next += 1;
-            c
-        });
-        chunk * CHUNK + offset % CHUNK
+    /// Byte `offset` of a file of `size` bytes in allocation order.
+    fn allocated(&self, key: u64, offset: u64, size: u64) -> u64 {
+        let mut g = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        let Runs { by_file, next } = &mut *g;
+        let runs = by_file.entry(key).or_default();
+        let run = match runs
+            .iter()
+            .find(|r| (r.file..r.file + r.len).contains(&offset))
+        {
+            Some(r) => *r,
+            None => {
+                // A file first seen: all of it; bytes it grew by: from their chunk to its end.
+                let file = if runs.is_empty() {
+                    0
+                } else {
+                    offset / CHUNK * CHUNK
+                };
+                let len = (size.max(offset + 1) - file).div_ceil(CHUNK) * CHUNK;
+                let r = Run {
+                    file,
+                    disk: *next,
+                    len,
+                };
+                *next += len;
+                runs.push(r);
+                r
+            }
+        };
+        (run.disk + (offset - run.file)) % self.capacity
     }
 }
 
@@ -102,20 +133,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn allocation_order_lays_chunks_out_as_first_seen() {
-        let p = Placement::new(4 * CHUNK);
-        // tmpfs-like: no extents, so the order of first touch decides.
-        assert_eq!(p.allocated(7, 10), 10);
-        assert_eq!(p.allocated(9, 5), CHUNK + 5);
-        assert_eq!(p.allocated(7, CHUNK + 1), 2 * CHUNK + 1);
+    fn allocation_order_lays_each_file_out_whole_in_the_order_first_seen() {
+        let p = Placement::new(100 * CHUNK);
+        // A file of 3 chunks, seen first at its end: its run starts at the disk's start.
+        assert_eq!(p.allocated(7, 2 * CHUNK + 10, 3 * CHUNK), 2 * CHUNK + 10);
         assert_eq!(
-            p.allocated(7, 20),
-            20,
-            "the same chunk stays where it was put"
+            p.allocated(7, 10, 3 * CHUNK),
+            10,
+            "the whole file is one run"
         );
-        // Past the capacity, allocation wraps round.
-        assert_eq!(p.allocated(1, 0), 3 * CHUNK);
-        assert_eq!(p.allocated(2, 0), 0);
+        // The next file goes after it.
+        assert_eq!(p.allocated(9, 5, 100), 3 * CHUNK + 5);
+        // Bytes the first file grew by get a run of their own, after the second file's.
+        assert_eq!(p.allocated(7, 3 * CHUNK + 1, 3 * CHUNK + 2), 4 * CHUNK + 1);
+        // Past the capacity, offsets fold round.
+        assert_eq!(p.allocated(1, 0, 200 * CHUNK), 5 * CHUNK);
+        assert_eq!(p.allocated(1, 99 * CHUNK, 200 * CHUNK), 4 * CHUNK);
     }
 
     fn tempfile() -> File {
@@ -139,7 +172,7 @@ mod tests {
                 assert_eq!(p.disk_offset(&f, 1, 4096), at);
                 assert!(at >= first);
             }
-            // tmpfs and others: allocation order.
+            // tmpfs and others: allocation order, the file at the disk's start.
             None => assert_eq!(p.disk_offset(&f, 1, 4096), 4096),
         }
     }
