@@ -215,9 +215,13 @@ def _apply(
         taken.add(rows.run_id)
         found.append(rows)
         marks.append([name, rows.run_id, True, None, None])
+    # Only the views whose files change are rewritten; the others stay as the copy has them.
+    changed_views = {view for r in found for view in r.files}
     con.execute("BEGIN")
     if drop:
         gone = "SELECT run_id FROM dirs WHERE list_contains(?, dir)"
+        sql = f"SELECT DISTINCT view FROM files WHERE run_id IN ({gone})"
+        changed_views |= {view for (view,) in con.execute(sql, [drop]).fetchall()}
         for table in _ROW_TABLES:
             con.execute(f"DELETE FROM {table} WHERE run_id IN ({gone})", [drop])
         con.execute("DELETE FROM dirs WHERE list_contains(?, dir)", [drop])
@@ -234,7 +238,7 @@ def _apply(
     con.execute("DELETE FROM meta")
     _insert(con, "meta", [["format", FORMAT], ["root", str(results.resolve())]])
     con.execute("COMMIT")
-    _refresh_views(con)
+    _refresh_views(con, changed_views)
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[list[Any]]) -> None:
@@ -253,23 +257,23 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[list[Any]]) -
         con.unregister("_rows")
 
 
-def _refresh_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Each view reads the files of the runs in this snapshot, named one by one: a glob would
-    also read runs being written (``.tmp-*``) and break on any damaged file."""
-    for view in VIEWS:
-        paths = [
-            p
-            for (p,) in con.execute(
-                "SELECT path FROM files WHERE view = ? ORDER BY path", [view]
-            ).fetchall()
-        ]
+def _refresh_views(con: duckdb.DuckDBPyConnection, views: set[str]) -> None:
+    """Each of ``views`` reads the files of the runs in this snapshot, named one by one: a glob
+    would also read runs being written (``.tmp-*``) and break on any damaged file."""
+    listed: dict[str, list[str]] = {view: [] for view in sorted(views) if view in VIEWS}
+    if not listed:
+        return
+    sql = "SELECT view, path FROM files WHERE list_contains(?, view) ORDER BY view, path"
+    for view, path in con.execute(sql, [list(listed)]).fetchall():
+        listed[view].append(path)
+    for view, paths in listed.items():
         if not paths:
             con.execute(f"DROP VIEW IF EXISTS {view}")
             continue
-        listed = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+        quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
         con.execute(
             f"CREATE OR REPLACE VIEW {view} AS "
-            f"SELECT * FROM read_parquet([{listed}], union_by_name = true)"
+            f"SELECT * FROM read_parquet([{quoted}], union_by_name = true)"
         )
 
 
