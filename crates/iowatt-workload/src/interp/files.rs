@@ -76,9 +76,16 @@ impl Interp<'_> {
         if create {
             flags |= libc::O_CREAT;
         }
+        let path = &fs.files[entry as usize];
         let t0 = now_ns();
+        if create {
+            // FileBench's fileset_openfile looks the parent directory up before creating (and
+            // makes it if it is gone): a path walk the file system pays for, timed with the
+            // create.
+            parent_dir(path);
+        }
         // SAFETY: a NUL-terminated path; the descriptor is owned by this slot until closed.
-        let fd = unsafe { libc::open(fs.files[entry as usize].as_ptr(), flags, 0o666) };
+        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o666) };
         let t1 = now_ns();
         if fd < 0 {
             let errno = last_errno();
@@ -228,5 +235,23 @@ impl Interp<'_> {
         }
         self.record(i, t0, t1, 0);
         Step::Ok
+    }
+}
+
+/// Stats the directory `path` is in, making it if it is missing, as FileBench does before a
+/// create.
+fn parent_dir(path: &std::ffi::CStr) {
+    let bytes = path.to_bytes();
+    let Some(slash) = bytes.iter().rposition(|&b| b == b'/').filter(|&i| i > 0) else {
+        return;
+    };
+    let Ok(dir) = std::ffi::CString::new(&bytes[..slash]) else {
+        return;
+    };
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a stat buffer, both owned here.
+    if unsafe { libc::stat(dir.as_ptr(), &mut st) } != 0 {
+        // SAFETY: as above; a failure shows in the create that follows.
+        unsafe { libc::mkdir(dir.as_ptr(), 0o755) };
     }
 }
