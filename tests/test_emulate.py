@@ -1,0 +1,157 @@
+"""`iowatt emulate`: a disk model mounted over a directory (FUSE, as root), what it refuses,
+how it ends — Ctrl-C, SIGTERM, SIGHUP, SIGKILL — and that no mount is ever left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
+from support.wait import stderr_lines, wait_for
+
+
+def mounted(path: Path) -> bool:
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == str(path) for line in f)
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
+    backing, mount, results = tmp_path / "backing", tmp_path / "mount", tmp_path / "results"
+    backing.mkdir()
+    mount.mkdir()
+    yield backing, mount, results
+    # A failed test must not leave a mount under pytest's temporary directory.
+    if mounted(mount):
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+class Mount:
+    """`iowatt emulate mount` in the background, ready once it says so."""
+
+    def __init__(self, backing: Path, mount: Path, results: Path, *args: str) -> None:
+        self.mount = mount
+        self.proc = subprocess.Popen(
+            ["iowatt", "emulate", "mount", str(backing), str(mount), "--results", str(results),
+             "--no-report", *args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.err, self.reader = stderr_lines(self.proc)
+        wait_for(lambda: any("mounted at" in line for line in self.err), self.proc,
+                 what="the mount")  # fmt: skip
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
+        self.proc.send_signal(sig)
+        out, _ = self.proc.communicate(timeout=60)
+        self.reader.join(timeout=10)
+        return self.proc.returncode, out, "".join(self.err)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_mount_serves_backing_s_files_and_a_signal_unmounts_and_writes_the_run(
+    dirs: tuple[Path, Path, Path], sig: int
+) -> None:
+    backing, mount, results = dirs
+    (backing / "old").write_bytes(b"kept" * 1000)
+    m = Mount(backing, mount, results, "--seed", "5")
+    assert mounted(mount)
+    assert (mount / "old").read_bytes() == b"kept" * 1000
+    data = os.urandom(300_000)
+    (mount / "sub").mkdir()
+    (mount / "sub" / "new").write_bytes(data)
+    assert (backing / "sub" / "new").read_bytes() == data
+    assert sorted(p.name for p in mount.iterdir()) == ["old", "sub"], ".iowatt is never listed"
+    ops = int((mount / ".iowatt" / "ops").read_text())
+    code, out, err = m.stop(sig)
+    assert code == 0, err
+    assert not mounted(mount)
+    assert (backing / "old").read_bytes() == b"kept" * 1000, "BACKING is never deleted from"
+    (run,) = runs_in(results)
+    assert manifest(run)["kind"] == "emulate" and manifest(run)["status"] == "complete"
+    assert manifest(run)["seed"] == 5
+    d = summary(run)["disk"]
+    assert d["requests"] >= ops > 0
+    assert d["write_ops"] > 0 and d["read_ops"] > 0
+    assert f"run: {run}" in out
+
+
+def test_a_killed_mount_is_unmounted_by_its_guardian_and_its_run_committed(
+    dirs: tuple[Path, Path, Path],
+) -> None:
+    backing, mount, results = dirs
+    m = Mount(backing, mount, results)
+    (mount / "f").write_bytes(b"x" * 65536)
+
+    def journaled() -> bool:
+        # What the guardian commits: the counters the mount process journals once a second.
+        found = list(results.glob(".tmp-*/journal.json"))
+        return bool(found) and json.loads(found[0].read_text())["counters"]["write_ops"] >= 1
+
+    wait_for(journaled, m.proc, what="the journal")
+    code, _, err = m.stop(signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    wait_for(lambda: not mounted(mount) and bool(runs_in(results)), what="the guardian")
+    (run,) = runs_in(results)
+    assert manifest(run)["status"] == "incomplete"
+    assert "died" in manifest(run)["reason"]
+    assert summary(run)["counters"]["write_ops"] >= 1
+    assert (backing / "f").stat().st_size == 65536
+
+
+def test_a_stale_mount_is_named_and_unmount_takes_it_down(
+    dirs: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    backing, mount, results = dirs
+    m = Mount(backing, mount, results)
+    # Kill the guardian first, then the server: the mount is left stale.
+    guardian = subprocess.run(
+        ["pgrep", "-f", f"iowatt.emulate.guard .* {mount}"], capture_output=True, text=True
+    ).stdout.split()
+    assert guardian, "a guardian watches the mount"
+    for pid in guardian:
+        os.kill(int(pid), signal.SIGKILL)
+    m.stop(signal.SIGKILL)
+    assert mounted(mount)
+    with pytest.raises(OSError, match="not connected"):
+        os.stat(mount)
+    r = iowatt(capsys, "emulate", "mount", backing, mount, "--results", results)
+    assert_user_error(r, "stale", str(mount))
+    assert f"iowatt emulate unmount {mount}" in r.err
+    r = iowatt(capsys, "emulate", "unmount", mount)
+    assert r.code == 0, r.err
+    assert not mounted(mount)
+
+
+def test_bad_input_is_one_line_and_mounts_nothing(
+    dirs: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    backing, mount, results = dirs
+    (backing / "keep").write_text("x")
+
+    def refused(*args: str | Path, fragments: tuple[str, ...]) -> None:
+        r = iowatt(capsys, "emulate", "mount", *args, "--results", results)
+        assert_user_error(r, *fragments)
+        assert not mounted(mount)
+
+    refused(backing / "nope", mount, fragments=("BACKING", "does not exist"))
+    refused(backing / "keep", mount, fragments=("BACKING", "is not a directory"))
+    refused(backing, mount / "nope", fragments=("MOUNT", "does not exist"))
+    refused(mount, backing, fragments=("MOUNT", "is not empty"))
+    inner = backing / "inner"
+    inner.mkdir()
+    refused(backing, inner, fragments=("inside one another",))
+    refused(backing, mount, "--disk-model", "floppy", fragments=("floppy", "is not a disk model"))
+    refused(backing, mount, "--spin-down", "0s", fragments=("--spin-down", "above 0"))
+    refused(backing, mount, "--spin-down", "soon", fragments=("--spin-down", "soon"))
+    refused(backing, mount, "--disk-models", backing / "nope.toml", fragments=("nope.toml",))
+    refused(backing, mount, "--serve", "no:port:here", fragments=("--serve",))
+    r = iowatt(capsys, "emulate", "unmount", mount)
+    assert_user_error(r, "is not an emulated disk")
+    assert (backing / "keep").read_text() == "x"
+    assert not runs_in(results) if results.exists() else True
