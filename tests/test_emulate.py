@@ -95,7 +95,7 @@ def test_a_killed_mount_is_unmounted_by_its_guardian_and_its_run_committed(
 
     wait_for(journaled, m.proc, what="the journal")
     code, _, err = m.stop(signal.SIGKILL)
-    assert code == -signal.SIGKILL
+    assert code == -signal.SIGKILL, err
     wait_for(lambda: not mounted(mount) and bool(runs_in(results)), what="the guardian")
     (run,) = runs_in(results)
     assert manifest(run)["status"] == "incomplete"
