@@ -20,6 +20,7 @@ from iowatt.report.context import (
     styles,
     workload_row,
 )
+from iowatt.report.emulate import emulate_view
 from iowatt.report.flowops import flowop_tables
 from iowatt.report.heatmap import heatmaps
 from iowatt.report.hosts import host_views
@@ -49,11 +50,12 @@ def templates(directory: Path) -> jinja2.Environment:
 _ENV = templates(Path(__file__).parent)
 _ENV.filters["code_spans"] = code_spans
 
-# Simulations are reported on their own page, or beside measured runs, which they cannot be
-# compared with: kind → (page, its sections, view of one run).
+# Simulations (and the emulated disk's runs) are reported on their own page, or beside measured
+# runs, which they cannot be compared with: kind → (page, its sections, view of one run).
 _SIMULATIONS: dict[str, tuple[str, str, Callable[[Path], Any]]] = {
     "sim-server": ("sim_server.html", "sim_server_body.html", sim_view),
     "sim-raid": ("sim_raid.html", "sim_raid_body.html", raid_view),
+    "emulate": ("emulate.html", "emulate_body.html", emulate_view),
 }
 
 
