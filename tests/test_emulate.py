@@ -3,6 +3,7 @@ how it ends — Ctrl-C, SIGTERM, SIGHUP, SIGKILL — and that no mount is ever l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -48,8 +49,13 @@ class Mount:
 
     def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
         self.proc.send_signal(sig)
-        out, _ = self.proc.communicate(timeout=60)
+        self.proc.wait(timeout=60)
+        # stderr is the reader thread's alone: communicate() would take lines from it.
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        with self.proc.stdout:
+            out = self.proc.stdout.read()
         self.reader.join(timeout=10)
+        self.proc.stderr.close()
         return self.proc.returncode, out, "".join(self.err)
 
 
@@ -155,3 +161,32 @@ def test_bad_input_is_one_line_and_mounts_nothing(
     assert_user_error(r, "is not an emulated disk")
     assert (backing / "keep").read_text() == "x"
     assert not runs_in(results) if results.exists() else True
+
+
+def test_files_still_open_at_the_end_detach_the_mount_lazily_and_say_so(
+    dirs: tuple[Path, Path, Path],
+) -> None:
+    backing, mount, results = dirs
+    (backing / "f").write_bytes(b"y" * 8192)
+    m = Mount(backing, mount, results)
+    held = os.open(mount / "f", os.O_RDONLY)
+    assert os.read(held, 4096) == b"y" * 4096
+    code, _, err = m.stop()
+    assert code == 0, err
+    assert "still open" in err
+    assert not mounted(mount), "detached at once, gone once the file closes"
+    # Its server is gone: the close's release has no one to answer it (ENOTCONN).
+    with contextlib.suppress(OSError):
+        os.close(held)
+    (run,) = runs_in(results)
+    assert summary(run)["disk"]["lazy_unmount"] is True
+
+
+def test_a_mount_that_served_nothing_still_writes_its_run(dirs: tuple[Path, Path, Path]) -> None:
+    backing, mount, results = dirs
+    code, _, err = Mount(backing, mount, results).stop()
+    assert code == 0, err
+    (run,) = runs_in(results)
+    d = summary(run)["disk"]
+    assert d["requests"] == 0 and d["latency_ns"]["p99"] == 0
+    assert d["energy_j"] > 0, "an idle disk draws its idle watts"

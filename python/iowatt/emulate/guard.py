@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 DONE = "done"
-ARMED = "armed"
 JOURNAL = "journal.json"
 DIED = "the emulated disk's process died before it unmounted"
 
@@ -34,10 +33,6 @@ class Guardian:
             text=True,
             start_new_session=True,
         )
-
-    def arm(self) -> None:
-        """The disk is mounted: from now on, a death leaves a mount to take down."""
-        self._write(ARMED)
 
     def done(self) -> None:
         """Unmounted and written: the guardian may go."""
@@ -59,13 +54,13 @@ class Guardian:
 def main(argv: list[str]) -> int:
     tmp, run_id, mount = Path(argv[0]), argv[1], Path(argv[2])
     report = "--no-report" not in argv
-    # Blocks until the mount process says it is done or its end of the pipe closes (it died).
-    lines = sys.stdin.read().splitlines()
-    if lines and lines[-1] == DONE:
+    # Blocks until the mount process says it is done or its end of the pipe closes (it died);
+    # then whatever mount of iowatt's is left at MOUNT, live or stale, is taken down.
+    if sys.stdin.read().splitlines()[-1:] == [DONE]:
         return 0
     from iowatt.emulate import mounts
 
-    if ARMED in lines or mounts.is_emulated(mount) or mounts.is_stale(mount):
+    if mounts.is_emulated(mount) or mounts.is_stale(mount):
         try:
             lazy = mounts.unmount(mount)
             say(f"{DIED}; unmounted {mount}" + (" (lazily: files were open)" if lazy else ""))

@@ -129,7 +129,6 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
             return
         if not ready:
             ready = True
-            guardian.arm()
             say(
                 f"{config.model_name} ({model['label']}) mounted at {config.mount}, files in"
                 f" {config.backing}; Ctrl-C unmounts"

@@ -111,7 +111,7 @@ def summary(
     served = ~cols["drained"].astype(bool)
     seconds = c["t_s"]
     n = int(latency.size)
-    found = percentiles(latency, np.ones_like(latency), STANDARD_PERCENTILES) if n else []
+    found = percentiles(latency, np.ones_like(latency), STANDARD_PERCENTILES)
     lat: dict[str, Any] = {f"p{p:g}": v for p, v in zip(STANDARD_PERCENTILES, found, strict=True)}
     lat.update({"mean": float(latency.mean()) if n else 0.0, "max": int(latency.max()) if n else 0})
 
