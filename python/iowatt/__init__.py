@@ -14,7 +14,9 @@ def __getattr__(name: str) -> Any:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            return version("iowatt")
+            found = version("iowatt")
         except PackageNotFoundError:  # running from a source tree without installing
-            return "0.0.0+local"
+            found = "0.0.0+local"
+        globals()["__version__"] = found  # each lookup scans the installed distributions
+        return found
     raise AttributeError(f"module 'iowatt' has no attribute {name!r}")

@@ -4,12 +4,10 @@ and, when asked, its report."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iowatt import __version__
-from iowatt.bench import hosts
 from iowatt.bench.config import BenchConfig, Outcome
-from iowatt.bench.hosts import Fleet
 from iowatt.bench.power import BenchPower
 from iowatt.bench.summary import fio_job, interval_table, latency_table
 from iowatt.errors import IowattError
@@ -17,6 +15,9 @@ from iowatt.store.catalog import publish
 from iowatt.store.schemas import event_table
 from iowatt.store.writer import RunWriter
 from iowatt.warnings import WarningSink
+
+if TYPE_CHECKING:
+    from iowatt.bench.hosts import Fleet
 
 
 def write_run(
@@ -31,6 +32,9 @@ def write_run(
     sink: WarningSink,
     fleet: Fleet | None = None,
 ) -> Path:
+    if fleet is not None:
+        from iowatt.bench import hosts  # a fleet's tables and sections: only a fleet run's
+
     results = [o.result for o in outcomes]
     models = {o.wl.name: o.model for o in outcomes}
     summaries = {o.wl.name: o.summary for o in outcomes}

@@ -6,6 +6,7 @@ A verb's module is imported only when that verb runs (click's lazily loaded subc
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.abc
 import os
@@ -100,7 +101,13 @@ def entry() -> None:
     # numpy's OpenBLAS starts a spinning thread per core that iowatt never gives work (no
     # linear algebra) and that takes CPU from the engines' own threads.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    main()
+    try:
+        main()
+    finally:
+        # The exit then skips the garbage collector's passes over every object numpy, Arrow
+        # and DuckDB made (~30 ms). Objects are still freed, and their destructors run, as
+        # their modules are cleared; only garbage in reference cycles is left to the kernel.
+        gc.freeze()
 
 
 def main(argv: list[str] | None = None) -> None:
