@@ -149,10 +149,11 @@ def mounted(
         stdout, _ = proc.communicate(timeout=120)
         reader.join(5)
         found = re.search(r"^run: (.+)$", stdout, re.MULTILINE)
-        if proc.returncode != 0 or found is None:
+        if proc.returncode == 0 and found is not None:
+            out["run"] = Path(found.group(1))
+        else:
             fail(f"`iowatt emulate mount` ended with {proc.returncode}: {''.join(err).strip()}",
                  "run it by hand to see why")  # fmt: skip
-        out["run"] = Path(found.group(1))
 
 
 def read_random(path: Path, offsets: list[int], depth: int) -> tuple[np.ndarray, float]:
