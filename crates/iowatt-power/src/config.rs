@@ -87,6 +87,8 @@ pub enum SourceKind {
         #[serde(default)]
         utc_offset: Option<String>,
     },
+    /// An emulated disk (`iowatt-emulate`): its mount point, whose `.iowatt/energy_uj` is read.
+    Emulated { path: PathBuf },
     Cmd {
         argv: Vec<String>,
         #[serde(default = "default_cmd_timeout")]

@@ -167,7 +167,7 @@ fn validate(config: &RecorderConfig) -> Result<(), PowerError> {
     if config.sources.is_empty() {
         return Err(PowerError::invalid(
             "no power sources given",
-            "name at least one source (rapl, hwmon, ipmi, meter or cmd)",
+            "name at least one source (rapl, hwmon, ipmi, meter, cmd or emulated)",
         ));
     }
     for (i, sc) in config.sources.iter().enumerate() {
@@ -200,6 +200,7 @@ fn open_source(sc: &SourceConfig, anchor: ClockAnchor) -> Result<Box<dyn Source>
         }
         SourceKind::Meter { .. } => sources::meter::open(sc, anchor),
         SourceKind::Cmd { .. } => sources::cmd::open(sc, anchor),
+        SourceKind::Emulated { .. } => sources::emulated::open(sc, anchor),
     }
 }
 

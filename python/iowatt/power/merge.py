@@ -46,7 +46,7 @@ def import_logs(
         if spec.kind != "meter":
             raise ConfigError(
                 f"only meter logs can be imported, not `{spec.kind}`",
-                "rapl, hwmon, ipmi and cmd are read live: iowatt bench --power SOURCE",
+                "rapl, hwmon, ipmi, cmd and emulated are read live: iowatt bench --power SOURCE",
             )
         if spec.name in taken:
             raise ConfigError(

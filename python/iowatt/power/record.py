@@ -55,7 +55,9 @@ def record(
     if not config.command:
         raise ConfigError("no command to record", "e.g. iowatt power record -- sleep 5")
     if not config.sources:
-        raise ConfigError("no power source", "add --source rapl (or hwmon, ipmi, meter, cmd)")
+        raise ConfigError(
+            "no power source", "add --source rapl (or hwmon, ipmi, meter, cmd, emulated)"
+        )
     if shutil.which(config.command[0]) is None:
         raise ConfigError(
             f"command `{config.command[0]}` not found", "check its name, or give its full path"

@@ -1,6 +1,7 @@
 """Power sources as users name them: ``KIND[:key=value,...]`` on the command line.
 
-``rapl``, ``hwmon``, ``ipmi``, ``meter`` and ``cmd``; :func:`parse_source` checks each option
+``rapl``, ``hwmon``, ``ipmi``, ``meter``, ``cmd`` and ``emulated`` (an emulated disk's
+``MOUNT/.iowatt/energy_uj``); :func:`parse_source` checks each option
 (and the ones a kind requires) before anything opens, and :func:`recorder_config` is the JSON
 the Rust sampler takes.
 """
@@ -20,7 +21,8 @@ DEFAULT_HZ = 10.0
 # The help of every option that takes a source.
 SOURCE_HELP = (
     "A power source, repeatable: rapl, hwmon, ipmi[:host=H,interface=lanplus,user=U,"
-    "password-env=VAR], meter:path=LOG[,map=MAP.toml], cmd:command=CMD. Options: name=, hz=."
+    "password-env=VAR], meter:path=LOG[,map=MAP.toml], cmd:command=CMD, emulated:path=MOUNT. "
+    "Options: name=, hz=."
 )
 
 # Options each kind takes on the command line (dashes or underscores), beside name= and hz=.
@@ -51,6 +53,7 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
         "utc_offset",
     ),
     "cmd": ("command", "timeout"),
+    "emulated": ("path",),
 }
 _EXAMPLES = {
     "rapl": "rapl",
@@ -58,6 +61,7 @@ _EXAMPLES = {
     "ipmi": "ipmi:interface=lanplus,host=10.0.0.5,user=admin,password-env=BMC_PW",
     "meter": "meter:path=meter.csv,map=disks.toml",
     "cmd": "cmd:command=cat /run/watts",
+    "emulated": "emulated:path=/mnt/emulated",
 }
 _BOOL = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
@@ -152,6 +156,12 @@ def _check_required(spec: SourceSpec) -> None:
         raise ConfigError("source `meter` needs path=LOG", f"e.g. --source {_EXAMPLES['meter']}")
     if spec.kind == "cmd" and not spec.options.get("argv"):
         raise ConfigError("source `cmd` needs command=...", f"e.g. --source {_EXAMPLES['cmd']}")
+    if spec.kind == "emulated" and not spec.options.get("path"):
+        raise ConfigError(
+            "source `emulated` needs path=MOUNT, the emulated disk's mount point",
+            f"e.g. --source {_EXAMPLES['emulated']}; mount one with "
+            "`iowatt emulate mount BACKING MOUNT --disk-model NAME`",
+        )
 
 
 def recorder_config(

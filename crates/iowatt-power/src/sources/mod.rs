@@ -2,6 +2,7 @@
 
 mod child;
 pub mod cmd;
+pub mod emulated;
 pub mod hwmon;
 pub mod ipmi;
 pub mod meter;

@@ -30,10 +30,50 @@ struct Rapl {
 }
 
 struct Zone {
-    energy: SysfsValue,
+    /// The counter kept open and re-read (sysfs), or `None` when it is opened for each read: a
+    /// file kept open on a FUSE mount would keep that mount from unmounting.
+    energy: Option<SysfsValue>,
+    path: PathBuf,
     max_range_uj: u64,
     last_uj: u64,
     total_uj: u64,
+}
+
+impl Zone {
+    fn new(energy: Option<SysfsValue>, path: PathBuf, first: i64, max_range_uj: u64) -> Zone {
+        Zone {
+            energy,
+            path,
+            max_range_uj,
+            last_uj: first.max(0) as u64,
+            total_uj: 0,
+        }
+    }
+
+    fn read(&self) -> Result<u64, PowerError> {
+        let value = match &self.energy {
+            Some(file) => file.read(),
+            None => SysfsValue::open(self.path.clone()).map(|(_, v)| v),
+        };
+        value
+            .map(|v| v.max(0) as u64)
+            .map_err(|source| PowerError::Io {
+                op: "read",
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+/// A source of one µJ counter at `path` that never wraps (the emulated disk's
+/// `.iowatt/energy_uj`), read as a RAPL zone is but opened for each read; `first` is its value
+/// at open. A counter that goes backwards (a disk mounted again) is counted as a reset.
+pub(super) fn one_counter(channel: ChannelInfo, path: PathBuf, first: i64) -> Box<dyn Source> {
+    Box::new(Rapl {
+        channels: vec![channel],
+        zones: vec![Zone::new(None, path, first, 0)],
+        warnings: Vec::new(),
+    })
 }
 
 /// A zone directory: `intel-rapl:0:1` is (prefix `intel-rapl`, top 0, sub Some(1)).
@@ -144,12 +184,8 @@ impl Rapl {
                 .ok()
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(0);
-            rapl.zones.push(Zone {
-                energy,
-                max_range_uj,
-                last_uj: first.max(0) as u64,
-                total_uj: 0,
-            });
+            rapl.zones
+                .push(Zone::new(Some(energy), path, first, max_range_uj));
             // A subzone whose parent could not be read has no parent channel to be nested in.
             let parent = parent.filter(|p| rapl.channels.iter().any(|c| &c.channel == p));
             rapl.channels.push(ChannelInfo {
@@ -234,10 +270,10 @@ impl Source for Rapl {
     fn poll(&mut self, out: &mut Vec<LocalReading>) -> Result<(), PowerError> {
         let mut failed = None;
         for (channel, zone) in self.zones.iter_mut().enumerate() {
-            let value = match zone.energy.read() {
-                Ok(v) => v.max(0) as u64,
+            let value = match zone.read() {
+                Ok(v) => v,
                 Err(e) => {
-                    failed.get_or_insert_with(|| zone.energy.error(e));
+                    failed.get_or_insert(e);
                     continue;
                 }
             };
@@ -246,7 +282,7 @@ impl Source for Rapl {
                 Some(d) => zone.total_uj += d,
                 None => self.warnings.push(format!(
                     "`{}` went from {} to {value} µJ without a known range: counted as a reset",
-                    zone.energy.path().display(),
+                    zone.path.display(),
                     zone.last_uj
                 )),
             }
