@@ -191,7 +191,7 @@ impl<A: Answer> Drive<A> {
 
     fn start_next(&self, g: &mut Inner<A>, t: u64) {
         let before = g.disk.state();
-        let (_, started) = g.disk.start_next(&self.model, t);
+        let (_, started) = g.disk.start_next(&self.model, t, 1.0);
         if let Some(s) = &started {
             g.due_ns = s.done_ns;
         }

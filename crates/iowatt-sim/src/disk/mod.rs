@@ -59,6 +59,17 @@ impl State {
     }
 }
 
+/// How a disk picks the next request from its queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Discipline {
+    /// In arrival order.
+    #[default]
+    Fifo,
+    /// By position, as a drive reorders its command queue: the nearest request at or beyond
+    /// the head, else the lowest (one sweep up, then back to the start: C-LOOK).
+    Elevator,
+}
+
 /// Time spent in one state, from its start to the change that ended it, ns.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Span {
@@ -96,6 +107,7 @@ pub struct Disk<R> {
     cycles: u64,
     time_ns: [u64; 5],
     rng: Rng,
+    discipline: Discipline,
 }
 
 fn ns(s: f64) -> u64 {
@@ -114,7 +126,14 @@ impl<R> Disk<R> {
             cycles: 0,
             time_ns: [0; 5],
             rng,
+            discipline: Discipline::Fifo,
         }
+    }
+
+    /// The same disk picking its requests by `discipline`.
+    pub fn with_discipline(mut self, discipline: Discipline) -> Self {
+        self.discipline = discipline;
+        self
     }
 
     pub fn state(&self) -> State {
@@ -181,14 +200,42 @@ impl<R> Disk<R> {
         self.queue.push_front(Queued { tag, offset, bytes });
     }
 
-    /// Serves the head of the queue from `now`: busy, the head moved past it, its rotational
-    /// position drawn. With nothing queued the disk idles and no request is started.
-    pub fn start_next(&mut self, model: &DiskModel, now: u64) -> (Span, Option<Started>) {
-        let Some(q) = self.queue.pop_front() else {
+    /// The queue's next request by the disk's discipline.
+    fn next_index(&self) -> Option<usize> {
+        match self.discipline {
+            Discipline::Fifo => (!self.queue.is_empty()).then_some(0),
+            Discipline::Elevator => {
+                let by_offset = |(_, q): &(usize, &Queued<R>)| q.offset;
+                let ahead = self
+                    .queue
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, q)| q.offset >= self.head)
+                    .min_by_key(by_offset);
+                ahead
+                    .or_else(|| self.queue.iter().enumerate().min_by_key(by_offset))
+                    .map(|(i, _)| i)
+            }
+        }
+    }
+
+    /// Serves the next request from `now`: busy, the head moved past it, its rotational
+    /// position drawn, at `speed` (1: the model's; r in (0, 1]: a slowed disk takes S / r).
+    /// With nothing queued the disk idles and no request is started.
+    pub fn start_next(
+        &mut self,
+        model: &DiskModel,
+        now: u64,
+        speed: f64,
+    ) -> (Span, Option<Started>) {
+        let Some(q) = self.next_index().and_then(|i| self.queue.remove(i)) else {
             return (self.enter(now, State::Idle), None);
         };
         let span = self.enter(now, State::Busy);
-        let charge = model.charge(self.head, q.offset, q.bytes, self.rng.unit());
+        let mut charge = model.charge(self.head, q.offset, q.bytes, self.rng.unit());
+        if speed != 1.0 {
+            charge.slowdown_s = charge.model_s() / speed - charge.model_s();
+        }
         self.head = q.offset + q.bytes;
         self.serving = Some(q.tag);
         let started = Started {
@@ -223,6 +270,24 @@ impl<R> Disk<R> {
     pub fn drain(&mut self) -> impl Iterator<Item = Queued<R>> + '_ {
         self.queue.drain(..)
     }
+
+    /// The queued requests, in arrival order.
+    pub fn queue(&self) -> impl Iterator<Item = &Queued<R>> {
+        self.queue.iter()
+    }
+
+    /// The queued requests `expired` says to give up on, taken.
+    pub fn take_expired(&mut self, expired: impl Fn(&Queued<R>) -> bool) -> Vec<Queued<R>> {
+        let mut gone = Vec::new();
+        for q in std::mem::take(&mut self.queue) {
+            if expired(&q) {
+                gone.push(q);
+            } else {
+                self.queue.push_back(q);
+            }
+        }
+        gone
+    }
 }
 
 #[cfg(test)]
@@ -242,7 +307,7 @@ mod tests {
         let mut d: Disk<u32> = Disk::new(Rng::new(7));
         let mut check = Rng::new(7);
         d.push(1, 1 << 30, 4096);
-        let (idle, started) = d.start_next(&m, 1_000);
+        let (idle, started) = d.start_next(&m, 1_000, 1.0);
         assert_eq!(
             (idle.state, idle.from_ns, idle.to_ns),
             (State::Idle, 0, 1_000)
@@ -253,6 +318,42 @@ mod tests {
         assert_eq!(s.done_ns, 1_000 + (want * 1e9).round() as u64);
         assert_eq!(d.head(), (1 << 30) + 4096);
         assert_eq!(d.take_serving(), Some(1));
+    }
+
+    #[test]
+    fn a_slowed_disk_takes_the_service_time_over_its_speed() {
+        let m = model();
+        let (mut slow, mut full): (Disk<u32>, Disk<u32>) =
+            (Disk::new(Rng::new(2)), Disk::new(Rng::new(2)));
+        slow.push(1, 5 << 30, 65536);
+        full.push(1, 5 << 30, 65536);
+        let s = slow.start_next(&m, 0, 0.25).1.unwrap();
+        let f = full.start_next(&m, 0, 1.0).1.unwrap();
+        assert_eq!(s.charge.model_s(), f.charge.total_s());
+        assert!((s.charge.total_s() - 4.0 * f.charge.total_s()).abs() < 1e-12);
+        assert_eq!(f.charge.slowdown_s, 0.0);
+    }
+
+    #[test]
+    fn the_elevator_serves_up_from_the_head_then_wraps_to_the_lowest() {
+        let m = model();
+        let mut d: Disk<u32> = Disk::new(Rng::new(1)).with_discipline(Discipline::Elevator);
+        d.push(0, 5_000_000, 4096);
+        let first = d.start_next(&m, 0, 1.0).1.unwrap();
+        assert_eq!(first.offset, 5_000_000);
+        for (tag, offset) in [
+            (1, 9_000_000),
+            (2, 1_000_000),
+            (3, 6_000_000),
+            (4, 3_000_000),
+        ] {
+            d.push(tag, offset, 4096);
+        }
+        let mut order = Vec::new();
+        while let (_, Some(s)) = d.start_next(&m, 0, 1.0) {
+            order.push(s.offset);
+        }
+        assert_eq!(order, [6_000_000, 9_000_000, 1_000_000, 3_000_000]);
     }
 
     #[test]

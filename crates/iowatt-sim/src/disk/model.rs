@@ -51,17 +51,24 @@ impl Power {
     }
 }
 
-/// One request's service time by its parts, s.
+/// One request's service time by its parts, s: the model's, and what a slowed disk (running
+/// at a fraction r of its speed, under vibration) adds to it, S / r − S.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Charge {
     pub overhead_s: f64,
     pub seek_s: f64,
     pub rotation_s: f64,
     pub transfer_s: f64,
+    pub slowdown_s: f64,
 }
 
 impl Charge {
     pub fn total_s(&self) -> f64 {
+        self.overhead_s + self.seek_s + self.rotation_s + self.transfer_s + self.slowdown_s
+    }
+
+    /// The model's own time, without the slowdown.
+    pub fn model_s(&self) -> f64 {
         self.overhead_s + self.seek_s + self.rotation_s + self.transfer_s
     }
 }
@@ -209,6 +216,7 @@ impl DiskModel {
             seek_s: self.seek_s(d),
             rotation_s: rotation * self.revolution_s(),
             transfer_s: bytes as f64 / self.rate_b_s(to),
+            slowdown_s: 0.0,
         }
     }
 

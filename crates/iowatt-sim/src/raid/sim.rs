@@ -172,7 +172,7 @@ impl<'a> Array<'a> {
     }
 
     fn start_next(&mut self, d: usize, now: u64) {
-        let (span, started) = self.disks[d].disk.start_next(self.model, now);
+        let (span, started) = self.disks[d].disk.start_next(self.model, now, 1.0);
         match started {
             None => {
                 self.charge(d, span, State::Idle);
