@@ -14,7 +14,7 @@ use crate::drive::Counters;
 pub const NAME: &str = ".iowatt";
 /// Inode numbers far above any the mount hands out.
 const DIR: u64 = u64::MAX - 64;
-const FILES: [&str; 7] = [
+const FILES: [&str; 9] = [
     "energy_uj",
     "state",
     "queue",
@@ -22,7 +22,11 @@ const FILES: [&str; 7] = [
     "bytes",
     "cycles",
     "counters.json",
+    "stimulus",
+    "speed",
 ];
+/// The one file a user writes: the stimulus in force (`iowatt emulate set`).
+pub const STIMULUS: INodeNo = INodeNo(DIR + 8);
 
 fn file_attr(ino: u64, kind: FileType) -> FileAttr {
     let dir = kind == FileType::Directory;
@@ -36,7 +40,11 @@ fn file_attr(ino: u64, kind: FileType) -> FileAttr {
         ctime: UNIX_EPOCH,
         crtime: UNIX_EPOCH,
         kind,
-        perm: if dir { 0o555 } else { 0o444 },
+        perm: match (dir, INodeNo(ino) == STIMULUS) {
+            (true, _) => 0o555,
+            (false, true) => 0o644,
+            (false, false) => 0o444,
+        },
         nlink: if dir { 2 } else { 1 },
         uid: 0,
         gid: 0,
@@ -82,7 +90,7 @@ pub fn entries() -> impl Iterator<Item = (u64, FileType, &'static str)> {
 }
 
 /// A counter file's text.
-pub fn read(ino: INodeNo, c: &Counters, model: &DiskModel) -> String {
+pub fn read(ino: INodeNo, c: &Counters, model: &DiskModel, range: Option<(f64, f64)>) -> String {
     let name = FILES.get((ino.0 - DIR - 1) as usize).copied().unwrap_or("");
     match name {
         "energy_uj" => format!("{}\n", (c.energy_j * 1e6).round() as u64),
@@ -91,12 +99,14 @@ pub fn read(ino: INodeNo, c: &Counters, model: &DiskModel) -> String {
         "ops" => format!("{}\n", c.read_ops + c.write_ops),
         "bytes" => format!("{}\n", c.read_bytes + c.write_bytes),
         "cycles" => format!("{}\n", c.cycles),
-        _ => format!("{}\n", json(c, model)),
+        "stimulus" => c.stimulus.map_or("none\n".into(), |v| format!("{v}\n")),
+        "speed" => format!("{}\n", c.speed),
+        _ => format!("{}\n", json(c, model, range)),
     }
 }
 
 /// Every counter as one JSON object (times in seconds, energy in joules).
-pub fn json(c: &Counters, model: &DiskModel) -> serde_json::Value {
+pub fn json(c: &Counters, model: &DiskModel, range: Option<(f64, f64)>) -> serde_json::Value {
     let per_state = |f: &dyn Fn(usize, State) -> f64| {
         State::ALL
             .iter()
@@ -113,7 +123,12 @@ pub fn json(c: &Counters, model: &DiskModel) -> serde_json::Value {
         "read_bytes": c.read_bytes,
         "write_bytes": c.write_bytes,
         "drained": c.drained,
+        "failed": c.failed,
         "cycles": c.cycles,
+        "stimulus": c.stimulus,
+        "stimulus_range": range.map(|(low, high)| [low, high]),
+        "speed": c.speed,
+        "stalled": c.stalled,
         "energy_j": c.energy_j,
         "energy_uj": (c.energy_j * 1e6).round() as u64,
         "state_s": per_state(&|i, _| c.state_ns[i] as f64 / 1e9),

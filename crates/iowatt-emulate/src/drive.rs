@@ -11,11 +11,13 @@ use std::time::{Duration, Instant};
 
 use fuser::{ReplyData, ReplyWrite};
 use iowatt_metrics::Rng;
-use iowatt_sim::disk::{Charge, Disk, DiskModel, Started, State};
+use iowatt_sim::disk::{Charge, Discipline, Disk, DiskModel, Started, State};
 
 /// What answers a request once the disk is done with it.
 pub trait Answer: Send + 'static {
     fn send(self);
+    /// The request failed (a stall held it past the cap): EIO.
+    fn fail(self);
 }
 
 /// The kernel's request, answered through FUSE.
@@ -31,6 +33,65 @@ impl Answer for Reply {
             Reply::Write(r, n) => r.written(n),
         }
     }
+
+    fn fail(self) {
+        match self {
+            Reply::Read(r, _) => r.error(fuser::Errno::EIO),
+            Reply::Write(r, _) => r.error(fuser::Errno::EIO),
+        }
+    }
+}
+
+/// A throughput curve, r(s): the fraction of its speed the disk keeps at stimulus s (fan PWM %,
+/// g RMS, Hz), linear between points; and how long a stall (r = 0) may hold a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vibration {
+    /// (stimulus, r) in ascending stimulus, r within 0..1.
+    pub curve: Vec<(f64, f64)>,
+    /// The stimulus at the start.
+    pub at: f64,
+    pub stall_cap: Duration,
+}
+
+impl Vibration {
+    /// The stimulus values the curve covers.
+    pub fn range(&self) -> (f64, f64) {
+        let first = self.curve.first().map_or(0.0, |p| p.0);
+        (first, self.curve.last().map_or(first, |p| p.0))
+    }
+
+    /// r at stimulus `s` (within [`Self::range`]), linear between the curve's points.
+    pub fn speed(&self, s: f64) -> f64 {
+        let c = &self.curve;
+        let i = c.partition_point(|p| p.0 < s);
+        match (i.checked_sub(1).map(|j| c[j]), c.get(i)) {
+            (_, Some(&(x, r))) if x == s => r,
+            (Some((x0, r0)), Some(&(x1, r1))) => r0 + (r1 - r0) * (s - x0) / (x1 - x0),
+            (Some((_, r)), None) | (None, Some(&(_, r))) => r,
+            (None, None) => 1.0,
+        }
+    }
+}
+
+/// Why a stimulus was not set.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetError {
+    NoCurve,
+    /// Another source (a BMC being followed) sets it.
+    Locked,
+    OutOfRange {
+        value: f64,
+        low: f64,
+        high: f64,
+    },
+}
+
+/// The stimulus set at a time, and the speed it gives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stimulus {
+    pub t_ns: u64,
+    pub value: f64,
+    pub speed: f64,
 }
 
 /// A request in the disk's queue or being served.
@@ -53,6 +114,8 @@ pub struct Served {
     pub charge: Charge,
     /// Answered at once when the disk was stopped, before the model finished it.
     pub drained: bool,
+    /// Held by a stall past the cap, and failed with EIO.
+    pub failed: bool,
 }
 
 /// A power state entered, ns from the mount.
@@ -74,10 +137,16 @@ pub struct Counters {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub drained: u64,
+    pub failed: u64,
     pub cycles: u64,
     /// Per state, in [`State::ALL`]'s order: time so far, ns.
     pub state_ns: [u64; 5],
     pub energy_j: f64,
+    /// The stimulus in force (None without a curve), the speed it gives, and whether
+    /// requests are held (speed 0 with requests queued).
+    pub stimulus: Option<f64>,
+    pub speed: f64,
+    pub stalled: bool,
 }
 
 struct Inner<A> {
@@ -88,6 +157,10 @@ struct Inner<A> {
     due_ns: u64,
     served: Vec<Served>,
     changes: Vec<Change>,
+    stimuli: Vec<Stimulus>,
+    speed: f64,
+    locked: bool,
+    failed: u64,
     read_ops: u64,
     write_ops: u64,
     read_bytes: u64,
@@ -98,6 +171,7 @@ struct Inner<A> {
 
 pub struct Drive<A> {
     model: DiskModel,
+    vibration: Option<Vibration>,
     spin_down_ns: Option<u64>,
     epoch: Instant,
     /// The epoch on CLOCK_MONOTONIC, ns: where the mount's clock starts for other tools.
@@ -107,16 +181,29 @@ pub struct Drive<A> {
 }
 
 impl<A: Answer> Drive<A> {
-    /// An idle disk whose rotational positions come from `rng`; with `spin_down`, it spins
-    /// down after idling that long.
-    pub fn new(model: DiskModel, spin_down: Option<Duration>, rng: Rng) -> Self {
+    /// An idle disk whose rotational positions come from `rng`, picking requests by
+    /// `discipline`; with `spin_down`, it spins down after idling that long; with `vibration`,
+    /// it runs at the curve's speed for the stimulus in force.
+    pub fn new(
+        model: DiskModel,
+        spin_down: Option<Duration>,
+        rng: Rng,
+        discipline: Discipline,
+        vibration: Option<Vibration>,
+    ) -> Self {
+        let speed = vibration.as_ref().map_or(1.0, |v| v.speed(v.at));
+        let stimuli = vibration.iter().map(|v| Stimulus {
+            t_ns: 0,
+            value: v.at,
+            speed,
+        });
         Drive {
             model,
             spin_down_ns: spin_down.map(|d| d.as_nanos() as u64),
             epoch: Instant::now(),
             epoch_ns: iowatt_metrics::clock::now_ns(),
             inner: Mutex::new(Inner {
-                disk: Disk::new(rng),
+                disk: Disk::new(rng).with_discipline(discipline),
                 serving: None,
                 due_ns: 0,
                 served: Vec::new(),
@@ -124,6 +211,10 @@ impl<A: Answer> Drive<A> {
                     t_ns: 0,
                     state: State::Idle,
                 }],
+                stimuli: stimuli.collect(),
+                speed,
+                locked: false,
+                failed: 0,
                 read_ops: 0,
                 write_ops: 0,
                 read_bytes: 0,
@@ -132,6 +223,7 @@ impl<A: Answer> Drive<A> {
                 stopped: false,
             }),
             wake: Condvar::new(),
+            vibration,
         }
     }
 
@@ -154,7 +246,7 @@ impl<A: Answer> Drive<A> {
         self.epoch + Duration::from_nanos(t_ns)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner<A>> {
+    fn lock_inner(&self) -> MutexGuard<'_, Inner<A>> {
         // Every update is made whole under the lock, so a panic elsewhere leaves it usable.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -164,10 +256,11 @@ impl<A: Answer> Drive<A> {
     /// backing file's own I/O since then is hidden inside the model's service time.
     pub fn submit(&self, pending: Pending<A>, offset: u64, bytes: u64) {
         let now = pending.arrived_ns;
-        let mut g = self.lock();
-        let replies = self.advance(&mut g, now);
+        let mut g = self.lock_inner();
+        let answers = self.advance(&mut g, now);
         if g.stopped {
             drop(g);
+            answers.send();
             pending.reply.send();
             return;
         }
@@ -179,7 +272,7 @@ impl<A: Answer> Drive<A> {
         }
         drop(g);
         self.wake.notify_one();
-        replies.into_iter().for_each(A::send);
+        answers.send();
     }
 
     fn note(g: &mut Inner<A>, t_ns: u64, before: State) {
@@ -191,7 +284,13 @@ impl<A: Answer> Drive<A> {
 
     fn start_next(&self, g: &mut Inner<A>, t: u64) {
         let before = g.disk.state();
-        let (_, started) = g.disk.start_next(&self.model, t, 1.0);
+        if g.speed <= 0.0 && g.disk.queued() > 0 {
+            // A stall: the disk holds its queue until it speeds up again or the cap passes.
+            g.disk.enter(t, State::Idle);
+            Self::note(g, t, before);
+            return;
+        }
+        let (_, started) = g.disk.start_next(&self.model, t, g.speed);
         if let Some(s) = &started {
             g.due_ns = s.done_ns;
         }
@@ -208,8 +307,9 @@ impl<A: Answer> Drive<A> {
 
     /// Brings the model up to `now`: finishes what is due, in the model's own time, and
     /// returns the answers to send (outside the lock).
-    fn advance(&self, g: &mut Inner<A>, now: u64) -> Vec<A> {
+    fn advance(&self, g: &mut Inner<A>, now: u64) -> Answers<A> {
         let mut replies = Vec::new();
+        let mut failures = Vec::new();
         loop {
             let state = g.disk.state();
             match state {
@@ -226,8 +326,31 @@ impl<A: Answer> Drive<A> {
                     let t = g.due_ns;
                     g.disk.enter(t, State::Standby);
                     Self::note(g, t, state);
-                    if g.disk.queued() > 0 {
+                    if g.disk.queued() > 0 && g.speed > 0.0 {
                         self.spin_up(g, t);
+                    }
+                }
+                State::Idle if g.disk.queued() > 0 => {
+                    let cap = self.stall_cap_ns();
+                    let gone = g.disk.take_expired(|q| q.tag.arrived_ns + cap <= now);
+                    if gone.is_empty() {
+                        break;
+                    }
+                    for q in gone {
+                        let t = q.tag.arrived_ns + cap;
+                        g.failed += 1;
+                        g.served.push(Served {
+                            arrived_ns: q.tag.arrived_ns,
+                            started_ns: t,
+                            done_ns: t,
+                            offset: q.offset,
+                            bytes: q.bytes,
+                            write: q.tag.write,
+                            charge: Charge::default(),
+                            drained: false,
+                            failed: true,
+                        });
+                        failures.push(q.tag.reply);
                     }
                 }
                 State::Idle => match self.spin_down_ns {
@@ -242,7 +365,58 @@ impl<A: Answer> Drive<A> {
                 _ => break,
             }
         }
-        replies
+        Answers { replies, failures }
+    }
+
+    fn stall_cap_ns(&self) -> u64 {
+        self.vibration
+            .as_ref()
+            .map_or(u64::MAX / 2, |v| v.stall_cap.as_nanos() as u64)
+    }
+
+    /// Sets the stimulus: from now on requests start at the curve's speed for it.
+    pub fn set_stimulus(&self, value: f64) -> Result<f64, SetError> {
+        let v = self.vibration.as_ref().ok_or(SetError::NoCurve)?;
+        let (low, high) = v.range();
+        if !(low..=high).contains(&value) {
+            return Err(SetError::OutOfRange { value, low, high });
+        }
+        self.set(value, v.speed(value), false)
+    }
+
+    /// Refuses [`Self::set_stimulus`] from now on (a BMC is followed instead), or lets it again.
+    pub fn lock(&self, locked: bool) {
+        self.lock_inner().locked = locked;
+    }
+
+    /// Sets the stimulus whoever holds the lock: the follower of a BMC.
+    pub fn follow(&self, value: f64) -> Result<f64, SetError> {
+        let v = self.vibration.as_ref().ok_or(SetError::NoCurve)?;
+        let (low, high) = v.range();
+        let clamped = value.clamp(low, high);
+        self.set(clamped, v.speed(clamped), true)
+    }
+
+    fn set(&self, value: f64, speed: f64, owner: bool) -> Result<f64, SetError> {
+        let now = self.now_ns();
+        let mut g = self.lock_inner();
+        if g.locked && !owner {
+            return Err(SetError::Locked);
+        }
+        let answers = self.advance(&mut g, now);
+        g.speed = speed;
+        g.stimuli.push(Stimulus {
+            t_ns: now,
+            value,
+            speed,
+        });
+        if speed > 0.0 && g.disk.state() == State::Idle && g.disk.queued() > 0 {
+            self.start_next(&mut g, now);
+        }
+        drop(g);
+        self.wake.notify_one();
+        answers.send();
+        Ok(speed)
     }
 
     /// Records the request being served as done at `t` and hands back its answer.
@@ -262,6 +436,7 @@ impl<A: Answer> Drive<A> {
             write: p.write,
             charge: s.charge,
             drained,
+            failed: false,
         });
         replies.push(p.reply);
     }
@@ -281,6 +456,11 @@ impl<A: Answer> Drive<A> {
     fn next_due(&self, g: &Inner<A>) -> Option<u64> {
         match g.disk.state() {
             State::Busy | State::SpinningUp | State::SpinningDown => Some(g.due_ns),
+            // Stalled: when the first held request reaches the cap.
+            State::Idle if g.disk.queued() > 0 => {
+                let first = g.disk.queue().map(|q| q.tag.arrived_ns).min()?;
+                Some(first.saturating_add(self.stall_cap_ns()))
+            }
             State::Idle => self.spin_down_ns.map(|after| g.disk.since_ns() + after),
             State::Standby => None,
         }
@@ -288,13 +468,13 @@ impl<A: Answer> Drive<A> {
 
     /// The timer thread's loop: answers requests as they come due until [`Self::stop`].
     pub fn run_timer(&self) {
-        let mut g = self.lock();
+        let mut g = self.lock_inner();
         while !g.stopped {
-            let replies = self.advance(&mut g, self.now_ns());
-            if !replies.is_empty() {
+            let answers = self.advance(&mut g, self.now_ns());
+            if !answers.is_empty() {
                 drop(g);
-                replies.into_iter().for_each(A::send);
-                g = self.lock();
+                answers.send();
+                g = self.lock_inner();
                 continue;
             }
             g = match self.next_due(&g) {
@@ -315,9 +495,10 @@ impl<A: Answer> Drive<A> {
     /// drained. Later requests are answered as they come.
     pub fn stop(&self) {
         let now = self.now_ns();
-        let mut g = self.lock();
-        let mut replies = self.advance(&mut g, now);
-        self.finish(&mut g, now, true, &mut replies);
+        let mut g = self.lock_inner();
+        let mut answers = self.advance(&mut g, now);
+        let replies = &mut answers.replies;
+        self.finish(&mut g, now, true, replies);
         let before = g.disk.state();
         let queued: Vec<_> = g.disk.drain().collect();
         for q in queued {
@@ -331,6 +512,7 @@ impl<A: Answer> Drive<A> {
                 write: q.tag.write,
                 charge: Charge::default(),
                 drained: true,
+                failed: false,
             });
             replies.push(q.tag.reply);
         }
@@ -341,21 +523,21 @@ impl<A: Answer> Drive<A> {
         g.stopped = true;
         drop(g);
         self.wake.notify_all();
-        replies.into_iter().for_each(A::send);
+        answers.send();
     }
 
     /// What the disk has done up to now.
     pub fn counters(&self) -> Counters {
         let now = self.now_ns();
-        let mut g = self.lock();
-        let replies = self.advance(&mut g, now);
-        let c = Self::counters_at(&self.model, &g, now);
+        let mut g = self.lock_inner();
+        let answers = self.advance(&mut g, now);
+        let c = self.counters_at(&g, now);
         drop(g);
-        replies.into_iter().for_each(A::send);
+        answers.send();
         c
     }
 
-    fn counters_at(model: &DiskModel, g: &Inner<A>, now: u64) -> Counters {
+    fn counters_at(&self, g: &Inner<A>, now: u64) -> Counters {
         let disk = &g.disk;
         let mut state_ns = [0; 5];
         for (i, s) in State::ALL.iter().enumerate() {
@@ -373,19 +555,57 @@ impl<A: Answer> Drive<A> {
             read_bytes: g.read_bytes,
             write_bytes: g.write_bytes,
             drained: g.drained,
+            failed: g.failed,
             cycles: disk.cycles(),
             state_ns,
-            energy_j: disk.energy_j(model, now),
+            energy_j: disk.energy_j(&self.model, now),
+            stimulus: g.stimuli.last().map(|s| s.value),
+            speed: g.speed,
+            stalled: g.speed <= 0.0 && disk.queued() > 0,
         }
     }
 
-    /// Everything served and every state change so far, taken, with the counters at the end.
-    pub fn take_log(&self) -> (Vec<Served>, Vec<Change>, Counters) {
+    /// Everything served, every state change and every stimulus set so far, taken, with the
+    /// counters at the end.
+    pub fn take_log(&self) -> Log {
         let now = self.now_ns();
-        let mut g = self.lock();
-        let c = Self::counters_at(&self.model, &g, now);
-        let served = std::mem::take(&mut g.served);
-        let changes = std::mem::take(&mut g.changes);
-        (served, changes, c)
+        let mut g = self.lock_inner();
+        Log {
+            counters: self.counters_at(&g, now),
+            served: std::mem::take(&mut g.served),
+            changes: std::mem::take(&mut g.changes),
+            stimuli: std::mem::take(&mut g.stimuli),
+        }
+    }
+
+    /// The stimulus' range, without a curve None.
+    pub fn stimulus_range(&self) -> Option<(f64, f64)> {
+        self.vibration.as_ref().map(Vibration::range)
+    }
+}
+
+/// What a disk did: the requests it served, its state changes and stimuli, its counters.
+#[derive(Debug, Clone)]
+pub struct Log {
+    pub served: Vec<Served>,
+    pub changes: Vec<Change>,
+    pub stimuli: Vec<Stimulus>,
+    pub counters: Counters,
+}
+
+/// Answers to send once the lock is let go: requests served, and requests failed.
+struct Answers<A> {
+    replies: Vec<A>,
+    failures: Vec<A>,
+}
+
+impl<A: Answer> Answers<A> {
+    fn is_empty(&self) -> bool {
+        self.replies.is_empty() && self.failures.is_empty()
+    }
+
+    fn send(self) {
+        self.replies.into_iter().for_each(A::send);
+        self.failures.into_iter().for_each(A::fail);
     }
 }

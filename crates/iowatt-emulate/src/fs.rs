@@ -20,7 +20,7 @@ use fuser::{
 };
 
 use crate::control;
-use crate::drive::{Drive, Pending, Reply};
+use crate::drive::{Drive, Pending, Reply, SetError};
 use crate::place::Placement;
 
 /// How long the kernel may keep a name or attributes: short, since BACKING may change beside
@@ -203,6 +203,23 @@ impl EmulatedFs {
     }
 }
 
+impl EmulatedFs {
+    /// A value written to `.iowatt/stimulus`: ENODATA without a curve, EPERM while a BMC is
+    /// followed, ERANGE outside the curve, EINVAL for what is no number.
+    fn set_stimulus(&self, data: &[u8]) -> Result<(), Errno> {
+        let text = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+        let value: f64 = text.trim().parse().map_err(|_| Errno::EINVAL)?;
+        self.drive
+            .set_stimulus(value)
+            .map(|_| ())
+            .map_err(|e| match e {
+                SetError::NoCurve => Errno::ENODATA,
+                SetError::Locked => Errno::EPERM,
+                SetError::OutOfRange { .. } => Errno::ERANGE,
+            })
+    }
+}
+
 impl Filesystem for EmulatedFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if let Some(a) = control::lookup(parent, name) {
@@ -242,6 +259,10 @@ impl Filesystem for EmulatedFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        if let Some(a) = control::getattr(ino) {
+            // `echo 50 > .iowatt/stimulus` truncates first: nothing to truncate.
+            return reply.attr(&TTL, &a);
+        }
         let run = || -> Result<FileAttr, Errno> {
             let path = self.path(ino)?;
             let c = cpath(&path)?;
@@ -466,7 +487,8 @@ impl Filesystem for EmulatedFs {
     ) {
         let arrived_ns = self.drive.now_ns();
         if control::getattr(ino).is_some() {
-            let text = control::read(ino, &self.drive.counters(), self.drive.model());
+            let d = &self.drive;
+            let text = control::read(ino, &d.counters(), d.model(), d.stimulus_range());
             let start = (offset as usize).min(text.len());
             let end = (start + size as usize).min(text.len());
             return reply.data(&text.as_bytes()[start..end]);
@@ -502,7 +524,7 @@ impl Filesystem for EmulatedFs {
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -511,6 +533,12 @@ impl Filesystem for EmulatedFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        if ino == control::STIMULUS {
+            return match self.set_stimulus(data) {
+                Ok(()) => reply.written(data.len() as u32),
+                Err(e) => reply.error(e),
+            };
+        }
         let arrived_ns = self.drive.now_ns();
         let (file, key) = match self.opened(fh) {
             Ok(f) => f,

@@ -24,7 +24,10 @@ use iowatt_sim::Streams;
 use thiserror::Error;
 
 pub use control::json as counters_json;
-pub use drive::{Answer, Change, Counters, Drive, Pending, Served};
+pub use drive::{
+    Answer, Change, Counters, Drive, Log, Pending, Served, SetError, Stimulus, Vibration,
+};
+pub use iowatt_sim::disk::Discipline;
 
 /// The source name the mount carries in /proc/self/mountinfo: how `iowatt emulate unmount`
 /// knows a mount is an emulated disk.
@@ -50,6 +53,10 @@ pub struct Options {
     pub seed: u64,
     /// Let the kernel cache pages above the disk (reads it holds never reach the model).
     pub page_cache: bool,
+    /// How the disk picks its next request.
+    pub discipline: Discipline,
+    /// A throughput curve slowing the disk at the stimulus in force.
+    pub vibration: Option<Vibration>,
 }
 
 /// Everything the disk served, its state changes and its counters at the end.
@@ -59,6 +66,7 @@ pub struct Record {
     pub t0_ns: u64,
     pub served: Vec<Served>,
     pub changes: Vec<Change>,
+    pub stimuli: Vec<Stimulus>,
     pub counters: Counters,
     /// Files were still open at the end, so the mount was detached lazily.
     pub lazy_unmount: bool,
@@ -83,6 +91,11 @@ impl Progress {
     /// The mounted disk's model, once mounted.
     pub fn model(&self) -> Option<&DiskModel> {
         self.drive.get().map(|d| d.model())
+    }
+
+    /// The mounted disk, once mounted: to set its stimulus.
+    pub fn drive(&self) -> Option<&Drive<drive::Reply>> {
+        self.drive.get().map(|d| &**d)
     }
 }
 
@@ -112,7 +125,13 @@ impl Work for Emulation {
     fn run(self: Arc<Self>, progress: &Progress) -> Outcome {
         let o = &self.options;
         let rng = Streams::new(o.seed).stream(0);
-        let drive = Arc::new(Drive::new(o.model.clone(), o.spin_down, rng));
+        let drive = Arc::new(Drive::new(
+            o.model.clone(),
+            o.spin_down,
+            rng,
+            o.discipline,
+            o.vibration.clone(),
+        ));
         let fs = fs::EmulatedFs::new(o.backing.clone(), drive.clone(), !o.page_cache);
         let mut config = Config::default();
         config.mount_options = vec![
@@ -153,11 +172,17 @@ impl Work for Emulation {
         if lazy_unmount {
             detach(&o.mount);
         }
-        let (served, changes, counters) = drive.take_log();
+        let Log {
+            served,
+            changes,
+            stimuli,
+            counters,
+        } = drive.take_log();
         Ok(Record {
             t0_ns: drive.epoch_ns(),
             served,
             changes,
+            stimuli,
             counters,
             lazy_unmount,
         })

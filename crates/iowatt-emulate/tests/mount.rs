@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use iowatt_emulate::{Emulation, Options, Record, Served};
+use iowatt_emulate::{Discipline, Emulation, Options, Record, Served, Vibration};
 use iowatt_metrics::Handle;
 use iowatt_sim::disk::{DiskModel, State};
 use iowatt_sim::Streams;
@@ -29,6 +29,15 @@ struct Mounted {
 
 impl Mounted {
     fn new(tag: &str, model: DiskModel, spin_down: Option<Duration>) -> Self {
+        Self::with(tag, model, spin_down, None)
+    }
+
+    fn with(
+        tag: &str,
+        model: DiskModel,
+        spin_down: Option<Duration>,
+        vibration: Option<Vibration>,
+    ) -> Self {
         let root =
             std::env::temp_dir().join(format!("iowatt-emulate-{tag}-{}", std::process::id()));
         let (backing, mount) = (root.join("backing"), root.join("mount"));
@@ -42,6 +51,8 @@ impl Mounted {
                 spin_down,
                 seed: 3,
                 page_cache: false,
+                discipline: Discipline::Fifo,
+                vibration,
             },
         });
         assert!(handle.start());
@@ -103,7 +114,8 @@ fn assert_charged_by_the_model(served: &[Served], model: &DiskModel, seed: u64) 
     let mut head = 0;
     let mut free_at = 0;
     for (i, s) in served.iter().enumerate() {
-        let want = model.charge(head, s.offset, s.bytes, rng.unit());
+        let mut want = model.charge(head, s.offset, s.bytes, rng.unit());
+        want.slowdown_s = s.charge.slowdown_s;
         assert_eq!(s.charge, want, "request {i}");
         assert_eq!(
             s.started_ns,
@@ -235,4 +247,83 @@ fn an_idle_disk_spins_down_and_the_next_read_pays_the_spin_up() {
         "and waited for it to spin up"
     );
     assert_eq!(record.counters.cycles, 1);
+}
+
+fn half_speed_curve() -> Vibration {
+    // A fan curve: full speed up to 40 % PWM, half at 100 %, stalled at 60 % (a resonance).
+    Vibration {
+        curve: vec![
+            (0.0, 1.0),
+            (40.0, 1.0),
+            (60.0, 0.0),
+            (80.0, 0.5),
+            (100.0, 0.5),
+        ],
+        at: 0.0,
+        stall_cap: Duration::from_millis(300),
+    }
+}
+
+fn read_block(m: &Mounted, k: u64) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 4096];
+    fs::File::open(m.mount.join("f"))?.read_exact_at(&mut buf, k * 4096)
+}
+
+#[test]
+fn each_request_is_slowed_by_the_curve_at_the_stimulus_in_force_when_it_started() {
+    let model = shipped("ultrastar-36z15");
+    let m = Mounted::with("vib", model.clone(), None, Some(half_speed_curve()));
+    fs::write(m.backing.join("f"), vec![3u8; 1 << 20]).unwrap();
+    read_block(&m, 1).unwrap();
+    fs::write(m.mount.join(".iowatt/stimulus"), "100\n").unwrap();
+    assert_eq!(m.control("speed").trim(), "0.5");
+    read_block(&m, 100).unwrap();
+    fs::write(m.mount.join(".iowatt/stimulus"), "90").unwrap();
+    read_block(&m, 50).unwrap();
+    // Outside the curve: refused, nothing changed.
+    let err = fs::write(m.mount.join(".iowatt/stimulus"), "120").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ERANGE));
+    let record = m.stop();
+    assert_charged_by_the_model(&record.served, &model, 3);
+    let speeds: Vec<f64> = record.stimuli.iter().map(|s| s.speed).collect();
+    assert_eq!(speeds, [1.0, 0.5, 0.5]);
+    for (s, r) in record.served.iter().zip([1.0, 0.5, 0.5]) {
+        let model_s = s.charge.model_s();
+        assert!(
+            (s.charge.total_s() - model_s / r).abs() < 1e-12,
+            "{s:?} at {r}"
+        );
+    }
+}
+
+#[test]
+fn a_stall_holds_requests_until_the_speed_returns_or_fails_them_at_the_cap() {
+    let model = shipped("ultrastar-36z15");
+    let mut curve = half_speed_curve();
+    curve.at = 60.0;
+    let m = Arc::new(Mounted::with("stall", model, None, Some(curve)));
+    fs::write(m.backing.join("f"), vec![4u8; 1 << 20]).unwrap();
+    // Held past the cap: EIO.
+    let err = read_block(&m, 2).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO));
+    // Held, then released when the fans move off the resonance.
+    let reader = {
+        let m = m.clone();
+        std::thread::spawn(move || read_block(&m, 3))
+    };
+    m.until("a held request", |m| m.control("queue").trim() == "1");
+    fs::write(m.mount.join(".iowatt/stimulus"), "0").unwrap();
+    reader.join().unwrap().unwrap();
+    let record = Arc::try_unwrap(m).ok().expect("the reader is done").stop();
+    let (failed, served): (Vec<_>, Vec<_>) = record.served.iter().partition(|s| s.failed);
+    assert_eq!(failed.len(), 1);
+    assert_eq!(
+        failed[0].done_ns - failed[0].arrived_ns,
+        300_000_000,
+        "failed at the cap"
+    );
+    assert_eq!(served.len(), 1);
+    let release = record.stimuli[1].t_ns;
+    assert_eq!(served[0].started_ns, release, "served once the stall ended");
+    assert_eq!(record.counters.failed, 1);
 }

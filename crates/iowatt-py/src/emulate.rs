@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use iowatt_emulate::{counters_json, Counters, EmulateError, Emulation as Work, Options, Progress};
+use iowatt_emulate::{
+    counters_json, Counters, Discipline, EmulateError, Emulation as Work, Options, Progress,
+    Served, SetError, Vibration,
+};
 use iowatt_metrics::Handle;
 use iowatt_sim::disk::{DiskModel, State};
 use pyo3::prelude::*;
@@ -24,10 +27,15 @@ engine_job!(Emulation, "emulated disk", start: once, progress: progress_dict, re
 impl Emulation {
     /// BACKING served at MOUNT as a disk of `model_json` (a `DiskModel`, checked here):
     /// spinning down after `spin_down_s` idle (None: never), its rotational positions from
-    /// `seed`, with the kernel's page cache above it only when `page_cache`.
+    /// `seed`, with the kernel's page cache above it only when `page_cache`, picking requests
+    /// by `scheduler` (`fifo` or `elevator`); with `curve` ((stimulus, r) points, ascending),
+    /// slowed to r at the stimulus `at`, a stall (r = 0) failing requests after `stall_cap_s`.
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (backing, mount, model_json, *, name, spin_down_s, seed, page_cache))]
+    #[pyo3(signature = (
+        backing, mount, model_json, *, name, spin_down_s, seed, page_cache, scheduler="fifo",
+        curve=None, at=None, stall_cap_s=30.0
+    ))]
     fn new(
         py: Python<'_>,
         backing: std::path::PathBuf,
@@ -37,18 +45,48 @@ impl Emulation {
         spin_down_s: Option<f64>,
         seed: u64,
         page_cache: bool,
+        scheduler: &str,
+        curve: Option<Vec<(f64, f64)>>,
+        at: Option<f64>,
+        stall_cap_s: f64,
     ) -> PyResult<Self> {
+        let config = |m: String| raise(py, "ConfigError", m, None);
         let model: DiskModel = serde_json::from_str(model_json)
-            .map_err(|e| raise(py, "ConfigError", format!("disk model `{name}`: {e}"), None))?;
-        model
-            .check(name)
-            .map_err(|e| raise(py, "ConfigError", e.0, None))?;
+            .map_err(|e| config(format!("disk model `{name}`: {e}")))?;
+        model.check(name).map_err(|e| config(e.0))?;
         let spin_down = spin_down_s
             .map(|s| {
-                Duration::try_from_secs_f64(s)
-                    .map_err(|_| raise(py, "ConfigError", format!("--spin-down {s} s"), None))
+                Duration::try_from_secs_f64(s).map_err(|_| config(format!("--spin-down {s} s")))
             })
             .transpose()?;
+        let discipline = match scheduler {
+            "fifo" => Discipline::Fifo,
+            "elevator" => Discipline::Elevator,
+            other => return Err(config(format!("--scheduler `{other}` is not a scheduler"))),
+        };
+        let vibration = match curve {
+            None => None,
+            Some(curve) => {
+                let ok = !curve.is_empty()
+                    && curve.windows(2).all(|w| w[0].0 < w[1].0)
+                    && curve
+                        .iter()
+                        .all(|&(s, r)| s.is_finite() && (0.0..=1.0).contains(&r));
+                if !ok {
+                    return Err(config(
+                        "the curve's stimuli must ascend and its values lie within 0..1".into(),
+                    ));
+                }
+                let stall_cap = Duration::try_from_secs_f64(stall_cap_s)
+                    .map_err(|_| config(format!("--stall-cap {stall_cap_s} s")))?;
+                let at = at.unwrap_or(curve[0].0);
+                Some(Vibration {
+                    curve,
+                    at,
+                    stall_cap,
+                })
+            }
+        };
         Ok(Self {
             handle: Handle::new(Work {
                 options: Options {
@@ -58,18 +96,64 @@ impl Emulation {
                     spin_down,
                     seed,
                     page_cache,
+                    discipline,
+                    vibration,
                 },
             }),
         })
     }
+
+    /// Sets the stimulus in force (`iowatt emulate set`); the speed it gives. Raises
+    /// ConfigError outside the curve, without one, or while a followed BMC holds it.
+    fn set_stimulus(&self, py: Python<'_>, value: f64) -> PyResult<f64> {
+        let drive = self
+            .handle
+            .progress()
+            .drive()
+            .ok_or_else(|| not_mounted(py))?;
+        drive.set_stimulus(value).map_err(|e| set_error(py, e))
+    }
+
+    /// Follows another source (a BMC's fan duty): `value` is clamped to the curve, and
+    /// `set_stimulus` is refused while `locked`.
+    fn follow(&self, py: Python<'_>, value: f64, locked: bool) -> PyResult<f64> {
+        let drive = self
+            .handle
+            .progress()
+            .drive()
+            .ok_or_else(|| not_mounted(py))?;
+        drive.lock(locked);
+        drive.follow(value).map_err(|e| set_error(py, e))
+    }
+}
+
+fn not_mounted(py: Python<'_>) -> PyErr {
+    raise(
+        py,
+        "ConfigError",
+        "the disk is not mounted yet".into(),
+        None,
+    )
+}
+
+fn set_error(py: Python<'_>, e: SetError) -> PyErr {
+    let m = match e {
+        SetError::NoCurve => "this disk has no curve (mount it with --curve)".to_string(),
+        SetError::Locked => "the stimulus follows a BMC: it cannot be set by hand".to_string(),
+        SetError::OutOfRange { value, low, high } => {
+            format!("stimulus {value} is outside the curve's {low}..{high}")
+        }
+    };
+    raise(py, "ConfigError", m, None)
 }
 
 fn counters_dict<'py>(
     py: Python<'py>,
     c: &Counters,
     model: &DiskModel,
+    range: Option<(f64, f64)>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let json = counters_json(c, model).to_string();
+    let json = counters_json(c, model, range).to_string();
     py.import("json")?.call_method1("loads", (json,))
 }
 
@@ -80,13 +164,10 @@ fn progress_dict<'py>(
     progress: &Progress,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    match (progress.counters(), progress.model()) {
-        (Some(c), Some(m)) => {
-            d.update(
-                counters_dict(py, &c, m)?
-                    .cast_into::<PyDict>()?
-                    .as_mapping(),
-            )?;
+    match (progress.counters(), progress.drive()) {
+        (Some(c), Some(drive)) => {
+            let counters = counters_dict(py, &c, drive.model(), drive.stimulus_range())?;
+            d.update(counters.cast_into::<PyDict>()?.as_mapping())?;
             d.set_item("ready", true)?;
         }
         _ => d.set_item("ready", false)?,
@@ -94,8 +175,11 @@ fn progress_dict<'py>(
     Ok(d)
 }
 
+/// A column of the served requests: its name and how each request gives its value.
+type Column<T> = (&'static str, fn(&Served) -> T);
+
 /// The mount's zero on CLOCK_MONOTONIC, every request as column buffers (times in ns from
-/// it; charges in s), the state changes and the counters at the end.
+/// it; charges in s), the state changes, the stimuli set and the counters at the end.
 fn result_dict<'py>(
     py: Python<'py>,
     work: &Work,
@@ -108,32 +192,36 @@ fn result_dict<'py>(
     d.set_item("t0_ns", r.t0_ns)?;
     d.set_item("lazy_unmount", r.lazy_unmount)?;
     let s = &r.served;
-    let col = |f: &dyn Fn(&iowatt_emulate::Served) -> u64| s.iter().map(f).collect::<Vec<_>>();
-    let colf = |f: &dyn Fn(&iowatt_emulate::Served) -> f64| s.iter().map(f).collect::<Vec<_>>();
     let c = PyDict::new(py);
-    c.set_item("arrived_ns", column_bytes(py, &col(&|x| x.arrived_ns))?)?;
-    c.set_item("started_ns", column_bytes(py, &col(&|x| x.started_ns))?)?;
-    c.set_item("done_ns", column_bytes(py, &col(&|x| x.done_ns))?)?;
-    c.set_item("offset", column_bytes(py, &col(&|x| x.offset))?)?;
-    c.set_item("bytes", column_bytes(py, &col(&|x| x.bytes))?)?;
-    c.set_item("write", column_bytes(py, &col(&|x| u64::from(x.write)))?)?;
-    c.set_item(
-        "drained",
-        column_bytes(py, &col(&|x| u64::from(x.drained)))?,
-    )?;
-    c.set_item(
-        "overhead_s",
-        column_bytes(py, &colf(&|x| x.charge.overhead_s))?,
-    )?;
-    c.set_item("seek_s", column_bytes(py, &colf(&|x| x.charge.seek_s))?)?;
-    c.set_item(
-        "rotation_s",
-        column_bytes(py, &colf(&|x| x.charge.rotation_s))?,
-    )?;
-    c.set_item(
-        "transfer_s",
-        column_bytes(py, &colf(&|x| x.charge.transfer_s))?,
-    )?;
+    let ints: [Column<u64>; 8] = [
+        ("arrived_ns", |x| x.arrived_ns),
+        ("started_ns", |x| x.started_ns),
+        ("done_ns", |x| x.done_ns),
+        ("offset", |x| x.offset),
+        ("bytes", |x| x.bytes),
+        ("write", |x| u64::from(x.write)),
+        ("drained", |x| u64::from(x.drained)),
+        ("failed", |x| u64::from(x.failed)),
+    ];
+    for (name, f) in ints {
+        c.set_item(
+            name,
+            column_bytes(py, &s.iter().map(f).collect::<Vec<_>>())?,
+        )?;
+    }
+    let floats: [Column<f64>; 5] = [
+        ("overhead_s", |x| x.charge.overhead_s),
+        ("seek_s", |x| x.charge.seek_s),
+        ("rotation_s", |x| x.charge.rotation_s),
+        ("transfer_s", |x| x.charge.transfer_s),
+        ("slowdown_s", |x| x.charge.slowdown_s),
+    ];
+    for (name, f) in floats {
+        c.set_item(
+            name,
+            column_bytes(py, &s.iter().map(f).collect::<Vec<_>>())?,
+        )?;
+    }
     d.set_item("columns", c)?;
     let changes: Vec<(u64, &str)> = r
         .changes
@@ -141,13 +229,20 @@ fn result_dict<'py>(
         .map(|ch| (ch.t_ns, ch.state.name()))
         .collect();
     d.set_item("changes", changes)?;
+    let stimuli: Vec<(u64, f64, f64)> = r
+        .stimuli
+        .iter()
+        .map(|s| (s.t_ns, s.value, s.speed))
+        .collect();
+    d.set_item("stimuli", stimuli)?;
     d.set_item(
         "states",
         State::ALL.iter().map(|s| s.name()).collect::<Vec<_>>(),
     )?;
+    let range = work.options.vibration.as_ref().map(Vibration::range);
     d.set_item(
         "counters",
-        counters_dict(py, &r.counters, &work.options.model)?,
+        counters_dict(py, &r.counters, &work.options.model, range)?,
     )?;
     Ok(d)
 }
