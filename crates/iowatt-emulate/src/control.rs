@@ -9,12 +9,12 @@ use std::time::UNIX_EPOCH;
 use fuser::{FileAttr, FileType, INodeNo};
 use iowatt_sim::disk::{DiskModel, State};
 
-use crate::drive::Counters;
+use crate::drive::{Counters, StreamCounts};
 
 pub const NAME: &str = ".iowatt";
 /// Inode numbers far above any the mount hands out.
 const DIR: u64 = u64::MAX - 64;
-const FILES: [&str; 9] = [
+const FILES: [&str; 10] = [
     "energy_uj",
     "state",
     "queue",
@@ -24,9 +24,12 @@ const FILES: [&str; 9] = [
     "counters.json",
     "stimulus",
     "speed",
+    "streams.json",
 ];
 /// The one file a user writes: the stimulus in force (`iowatt emulate set`).
 pub const STIMULUS: INodeNo = INodeNo(DIR + 8);
+/// What each process had served: where /proc/PID/io counts nothing for FUSE.
+pub const STREAMS: INodeNo = INodeNo(DIR + 10);
 
 fn file_attr(ino: u64, kind: FileType) -> FileAttr {
     let dir = kind == FileType::Directory;
@@ -134,4 +137,21 @@ pub fn json(c: &Counters, model: &DiskModel, range: Option<(f64, f64)>) -> serde
         "state_s": per_state(&|i, _| c.state_ns[i] as f64 / 1e9),
         "state_j": per_state(&|i, s| s.watts(model) * c.state_ns[i] as f64 / 1e9),
     })
+}
+
+/// `streams.json`: per process (pid), the requests and bytes it had served.
+pub fn streams(streams: &[(u32, StreamCounts)]) -> String {
+    let map: serde_json::Map<String, serde_json::Value> = streams
+        .iter()
+        .map(|(pid, c)| {
+            let v = serde_json::json!({
+                "read_ops": c.read_ops,
+                "read_bytes": c.read_bytes,
+                "write_ops": c.write_ops,
+                "write_bytes": c.write_bytes,
+            });
+            (pid.to_string(), v)
+        })
+        .collect();
+    format!("{}\n", serde_json::Value::Object(map))
 }

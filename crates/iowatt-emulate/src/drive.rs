@@ -99,6 +99,8 @@ pub struct Pending<A> {
     pub reply: A,
     pub arrived_ns: u64,
     pub write: bool,
+    /// The process that asked (FUSE gives its pid): CFQ's stream.
+    pub stream: u32,
 }
 
 /// One request as the disk served it, ns from the mount.
@@ -116,6 +118,16 @@ pub struct Served {
     pub drained: bool,
     /// Held by a stall past the cap, and failed with EIO.
     pub failed: bool,
+    pub stream: u32,
+}
+
+/// What one stream (a process) had served.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamCounts {
+    pub read_ops: u64,
+    pub read_bytes: u64,
+    pub write_ops: u64,
+    pub write_bytes: u64,
 }
 
 /// A power state entered, ns from the mount.
@@ -161,6 +173,7 @@ struct Inner<A> {
     speed: f64,
     locked: bool,
     failed: u64,
+    streams: std::collections::BTreeMap<u32, StreamCounts>,
     read_ops: u64,
     write_ops: u64,
     read_bytes: u64,
@@ -215,6 +228,7 @@ impl<A: Answer> Drive<A> {
                 speed,
                 locked: false,
                 failed: 0,
+                streams: Default::default(),
                 read_ops: 0,
                 write_ops: 0,
                 read_bytes: 0,
@@ -264,7 +278,7 @@ impl<A: Answer> Drive<A> {
             pending.reply.send();
             return;
         }
-        g.disk.push(pending, offset, bytes);
+        g.disk.push_from(pending.stream, pending, offset, bytes);
         match g.disk.state() {
             State::Idle => self.start_next(&mut g, now),
             State::Standby => self.spin_up(&mut g, now),
@@ -330,6 +344,13 @@ impl<A: Answer> Drive<A> {
                         self.spin_up(g, t);
                     }
                 }
+                // CFQ idling for its slice's stream, with others' requests queued.
+                State::Idle if g.disk.queued() > 0 && g.speed > 0.0 => {
+                    match g.disk.waiting_until() {
+                        Some(t) if t <= now => self.start_next(g, t),
+                        _ => break,
+                    }
+                }
                 State::Idle if g.disk.queued() > 0 => {
                     let cap = self.stall_cap_ns();
                     let gone = g.disk.take_expired(|q| q.tag.arrived_ns + cap <= now);
@@ -349,6 +370,7 @@ impl<A: Answer> Drive<A> {
                             charge: Charge::default(),
                             drained: false,
                             failed: true,
+                            stream: q.stream,
                         });
                         failures.push(q.tag.reply);
                     }
@@ -437,17 +459,23 @@ impl<A: Answer> Drive<A> {
             charge: s.charge,
             drained,
             failed: false,
+            stream: p.stream,
         });
         replies.push(p.reply);
     }
 
     fn count(g: &mut Inner<A>, p: &Pending<A>, bytes: u64, drained: bool) {
+        let stream = g.streams.entry(p.stream).or_default();
         if p.write {
             g.write_ops += 1;
             g.write_bytes += bytes;
+            stream.write_ops += 1;
+            stream.write_bytes += bytes;
         } else {
             g.read_ops += 1;
             g.read_bytes += bytes;
+            stream.read_ops += 1;
+            stream.read_bytes += bytes;
         }
         g.drained += u64::from(drained);
     }
@@ -456,6 +484,7 @@ impl<A: Answer> Drive<A> {
     fn next_due(&self, g: &Inner<A>) -> Option<u64> {
         match g.disk.state() {
             State::Busy | State::SpinningUp | State::SpinningDown => Some(g.due_ns),
+            State::Idle if g.disk.queued() > 0 && g.speed > 0.0 => g.disk.waiting_until(),
             // Stalled: when the first held request reaches the cap.
             State::Idle if g.disk.queued() > 0 => {
                 let first = g.disk.queue().map(|q| q.tag.arrived_ns).min()?;
@@ -513,6 +542,7 @@ impl<A: Answer> Drive<A> {
                 charge: Charge::default(),
                 drained: true,
                 failed: false,
+                stream: q.stream,
             });
             replies.push(q.tag.reply);
         }
@@ -576,6 +606,12 @@ impl<A: Answer> Drive<A> {
             changes: std::mem::take(&mut g.changes),
             stimuli: std::mem::take(&mut g.stimuli),
         }
+    }
+
+    /// What each stream (process) has had served so far.
+    pub fn streams(&self) -> Vec<(u32, StreamCounts)> {
+        let g = self.lock_inner();
+        g.streams.iter().map(|(&k, &v)| (k, v)).collect()
     }
 
     /// The stimulus' range, without a curve None.

@@ -476,7 +476,7 @@ impl Filesystem for EmulatedFs {
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -488,7 +488,11 @@ impl Filesystem for EmulatedFs {
         let arrived_ns = self.drive.now_ns();
         if control::getattr(ino).is_some() {
             let d = &self.drive;
-            let text = control::read(ino, &d.counters(), d.model(), d.stimulus_range());
+            let text = if ino == control::STREAMS {
+                control::streams(&d.streams())
+            } else {
+                control::read(ino, &d.counters(), d.model(), d.stimulus_range())
+            };
             let start = (offset as usize).min(text.len());
             let end = (start + size as usize).min(text.len());
             return reply.data(&text.as_bytes()[start..end]);
@@ -517,13 +521,14 @@ impl Filesystem for EmulatedFs {
             reply: Reply::Read(reply, buf),
             arrived_ns,
             write: false,
+            stream: req.pid(),
         };
         self.drive.submit(pending, at, n as u64);
     }
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -552,6 +557,7 @@ impl Filesystem for EmulatedFs {
             reply: Reply::Write(reply, data.len() as u32),
             arrived_ns,
             write: true,
+            stream: req.pid(),
         };
         self.drive.submit(pending, at, data.len() as u64);
     }

@@ -38,6 +38,16 @@ impl Mounted {
         spin_down: Option<Duration>,
         vibration: Option<Vibration>,
     ) -> Self {
+        Self::full(tag, model, spin_down, vibration, Discipline::Fifo)
+    }
+
+    fn full(
+        tag: &str,
+        model: DiskModel,
+        spin_down: Option<Duration>,
+        vibration: Option<Vibration>,
+        discipline: Discipline,
+    ) -> Self {
         let root =
             std::env::temp_dir().join(format!("iowatt-emulate-{tag}-{}", std::process::id()));
         let (backing, mount) = (root.join("backing"), root.join("mount"));
@@ -51,7 +61,7 @@ impl Mounted {
                 spin_down,
                 seed: 3,
                 page_cache: false,
-                discipline: Discipline::Fifo,
+                discipline,
                 vibration,
             },
         });
@@ -326,4 +336,52 @@ fn a_stall_holds_requests_until_the_speed_returns_or_fails_them_at_the_cap() {
     let release = record.stimuli[1].t_ns;
     assert_eq!(served[0].started_ns, release, "served once the stall ended");
     assert_eq!(record.counters.failed, 1);
+}
+
+/// Two threads reading their own halves of a file at once; how often the disk switched from
+/// one thread's requests to the other's, and each thread's requests served.
+fn two_streams(discipline: Discipline) -> (usize, Vec<u32>) {
+    let model = shipped("ultrastar-36z15");
+    let m = Arc::new(Mounted::full("streams", model, None, None, discipline));
+    fs::write(m.backing.join("f"), vec![5u8; 8 << 20]).unwrap();
+    let readers: Vec<_> = (0..2u64)
+        .map(|half| {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                let f = fs::File::open(m.mount.join("f")).unwrap();
+                let mut buf = vec![0u8; 4096];
+                for k in 0..30 {
+                    f.read_exact_at(&mut buf, half * (4 << 20) + k * 65536)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    readers.into_iter().for_each(|t| t.join().unwrap());
+    let record = Arc::try_unwrap(m)
+        .ok()
+        .expect("the readers are done")
+        .stop();
+    let streams: Vec<u32> = record
+        .served
+        .iter()
+        .filter(|s| !s.write)
+        .map(|s| s.stream)
+        .collect();
+    let switches = streams.windows(2).filter(|w| w[0] != w[1]).count();
+    (switches, streams)
+}
+
+#[test]
+fn cfq_gives_each_process_its_slice_where_fifo_interleaves_them() {
+    let (fifo, streams) = two_streams(Discipline::Fifo);
+    assert_eq!(streams.len(), 60);
+    let (cfq, streams) = two_streams(Discipline::Cfq {
+        slice_ns: 100_000_000,
+        idle_ns: 8_000_000,
+    });
+    assert_eq!(streams.len(), 60);
+    // 30 reads of a few ms each fill about two slices per thread.
+    assert!(cfq <= 8, "CFQ switched streams {cfq} times: {streams:?}");
+    assert!(fifo > 3 * cfq, "FIFO switched {fifo} times, CFQ {cfq}");
 }

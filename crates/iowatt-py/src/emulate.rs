@@ -28,13 +28,14 @@ impl Emulation {
     /// BACKING served at MOUNT as a disk of `model_json` (a `DiskModel`, checked here):
     /// spinning down after `spin_down_s` idle (None: never), its rotational positions from
     /// `seed`, with the kernel's page cache above it only when `page_cache`, picking requests
-    /// by `scheduler` (`fifo` or `elevator`); with `curve` ((stimulus, r) points, ascending),
+    /// by `scheduler` (`fifo`, `elevator`, or `cfq` with its `slice_s` and `idle_window_s`);
+    /// with `curve` ((stimulus, r) points, ascending),
     /// slowed to r at the stimulus `at`, a stall (r = 0) failing requests after `stall_cap_s`.
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (
         backing, mount, model_json, *, name, spin_down_s, seed, page_cache, scheduler="fifo",
-        curve=None, at=None, stall_cap_s=30.0
+        slice_s=0.1, idle_window_s=0.008, curve=None, at=None, stall_cap_s=30.0
     ))]
     fn new(
         py: Python<'_>,
@@ -46,6 +47,8 @@ impl Emulation {
         seed: u64,
         page_cache: bool,
         scheduler: &str,
+        slice_s: f64,
+        idle_window_s: f64,
         curve: Option<Vec<(f64, f64)>>,
         at: Option<f64>,
         stall_cap_s: f64,
@@ -62,6 +65,17 @@ impl Emulation {
         let discipline = match scheduler {
             "fifo" => Discipline::Fifo,
             "elevator" => Discipline::Elevator,
+            "cfq" => {
+                let ns = |s: f64, what: &str| {
+                    Duration::try_from_secs_f64(s)
+                        .map(|d| d.as_nanos() as u64)
+                        .map_err(|_| config(format!("{what} {s} s")))
+                };
+                Discipline::Cfq {
+                    slice_ns: ns(slice_s, "--slice")?,
+                    idle_ns: ns(idle_window_s, "--idle-window")?,
+                }
+            }
             other => return Err(config(format!("--scheduler `{other}` is not a scheduler"))),
         };
         let vibration = match curve {
@@ -193,7 +207,7 @@ fn result_dict<'py>(
     d.set_item("lazy_unmount", r.lazy_unmount)?;
     let s = &r.served;
     let c = PyDict::new(py);
-    let ints: [Column<u64>; 8] = [
+    let ints: [Column<u64>; 9] = [
         ("arrived_ns", |x| x.arrived_ns),
         ("started_ns", |x| x.started_ns),
         ("done_ns", |x| x.done_ns),
@@ -202,6 +216,7 @@ fn result_dict<'py>(
         ("write", |x| u64::from(x.write)),
         ("drained", |x| u64::from(x.drained)),
         ("failed", |x| u64::from(x.failed)),
+        ("stream", |x| u64::from(x.stream)),
     ];
     for (name, f) in ints {
         c.set_item(

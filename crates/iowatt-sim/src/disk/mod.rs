@@ -68,6 +68,18 @@ pub enum Discipline {
     /// By position, as a drive reorders its command queue: the nearest request at or beyond
     /// the head, else the lowest (one sweep up, then back to the start: C-LOOK).
     Elevator,
+    /// Linux's CFQ: one stream (a process) at a time for a slice, its requests in arrival
+    /// order; when it has none queued the disk idles up to `idle_ns` for its next one
+    /// (`slice_idle`) before the slice goes to the stream of the oldest request.
+    Cfq { slice_ns: u64, idle_ns: u64 },
+}
+
+/// The stream a CFQ slice belongs to, until when, and since when it has had nothing queued.
+#[derive(Debug, Clone, Copy)]
+struct Slice {
+    stream: u32,
+    until_ns: u64,
+    idle_from: Option<u64>,
 }
 
 /// Time spent in one state, from its start to the change that ended it, ns.
@@ -84,6 +96,8 @@ pub struct Queued<R> {
     pub tag: R,
     pub offset: u64,
     pub bytes: u64,
+    /// Who asked (a process): what CFQ gives slices to.
+    pub stream: u32,
 }
 
 /// The request a disk started serving: where, what it costs, and when it is done.
@@ -108,6 +122,9 @@ pub struct Disk<R> {
     time_ns: [u64; 5],
     rng: Rng,
     discipline: Discipline,
+    slice: Option<Slice>,
+    /// Idling for the slice's stream until then, with other requests queued (CFQ).
+    waiting: Option<u64>,
 }
 
 fn ns(s: f64) -> u64 {
@@ -127,6 +144,8 @@ impl<R> Disk<R> {
             time_ns: [0; 5],
             rng,
             discipline: Discipline::Fifo,
+            slice: None,
+            waiting: None,
         }
     }
 
@@ -192,16 +211,38 @@ impl<R> Disk<R> {
     }
 
     pub fn push(&mut self, tag: R, offset: u64, bytes: u64) {
-        self.queue.push_back(Queued { tag, offset, bytes });
+        self.push_from(0, tag, offset, bytes);
+    }
+
+    /// Queues a request of `stream`'s.
+    pub fn push_from(&mut self, stream: u32, tag: R, offset: u64, bytes: u64) {
+        self.queue.push_back(Queued {
+            tag,
+            offset,
+            bytes,
+            stream,
+        });
+    }
+
+    /// Until when the disk idles for its CFQ slice's stream though others have requests
+    /// queued; None when it is not.
+    pub fn waiting_until(&self) -> Option<u64> {
+        self.waiting
     }
 
     /// Queues a request ahead of every other (a catch-up the disk must do first).
     pub fn push_front(&mut self, tag: R, offset: u64, bytes: u64) {
-        self.queue.push_front(Queued { tag, offset, bytes });
+        self.queue.push_front(Queued {
+            tag,
+            offset,
+            bytes,
+            stream: 0,
+        });
     }
 
-    /// The queue's next request by the disk's discipline.
-    fn next_index(&self) -> Option<usize> {
+    /// The queue's next request by the disk's discipline at `now`.
+    fn next_index(&mut self, now: u64) -> Option<usize> {
+        self.waiting = None;
         match self.discipline {
             Discipline::Fifo => (!self.queue.is_empty()).then_some(0),
             Discipline::Elevator => {
@@ -216,6 +257,27 @@ impl<R> Disk<R> {
                     .or_else(|| self.queue.iter().enumerate().min_by_key(by_offset))
                     .map(|(i, _)| i)
             }
+            Discipline::Cfq { slice_ns, idle_ns } => {
+                if let Some(slice) = self.slice.as_mut().filter(|s| now < s.until_ns) {
+                    if let Some(i) = self.queue.iter().position(|q| q.stream == slice.stream) {
+                        slice.idle_from = None;
+                        return Some(i);
+                    }
+                    let wait = (slice.idle_from.get_or_insert(now).saturating_add(idle_ns))
+                        .min(slice.until_ns);
+                    if now < wait {
+                        self.waiting = (!self.queue.is_empty()).then_some(wait);
+                        return None;
+                    }
+                }
+                let stream = self.queue.front()?.stream;
+                self.slice = Some(Slice {
+                    stream,
+                    until_ns: now.saturating_add(slice_ns),
+                    idle_from: None,
+                });
+                Some(0)
+            }
         }
     }
 
@@ -228,7 +290,7 @@ impl<R> Disk<R> {
         now: u64,
         speed: f64,
     ) -> (Span, Option<Started>) {
-        let Some(q) = self.next_index().and_then(|i| self.queue.remove(i)) else {
+        let Some(q) = self.next_index(now).and_then(|i| self.queue.remove(i)) else {
             return (self.enter(now, State::Idle), None);
         };
         let span = self.enter(now, State::Busy);
@@ -354,6 +416,43 @@ mod tests {
             order.push(s.offset);
         }
         assert_eq!(order, [6_000_000, 9_000_000, 1_000_000, 3_000_000]);
+    }
+
+    #[test]
+    fn cfq_serves_one_stream_per_slice_and_idles_briefly_for_its_next_request() {
+        let m = model();
+        let cfq = Discipline::Cfq {
+            slice_ns: 100,
+            idle_ns: 8,
+        };
+        let mut d: Disk<u32> = Disk::new(Rng::new(1)).with_discipline(cfq);
+        for (tag, stream) in [(1, 7), (2, 9), (3, 7), (4, 9)] {
+            d.push_from(stream, tag, 4096 * u64::from(tag), 4096);
+        }
+        let served = |d: &mut Disk<u32>, now| {
+            d.start_next(&m, now, 1.0)
+                .1
+                .map(|_| d.take_serving().unwrap())
+        };
+        // Stream 7 has the oldest request: its slice, both its requests first.
+        assert_eq!(served(&mut d, 0), Some(1));
+        assert_eq!(served(&mut d, 10), Some(3));
+        // It has nothing queued: the disk idles for it up to 8 ns, though 9 is waiting.
+        assert_eq!(served(&mut d, 20), None);
+        assert_eq!(d.waiting_until(), Some(28));
+        // It asks again within the window: still its slice.
+        d.push_from(7, 5, 0, 4096);
+        assert_eq!(served(&mut d, 25), Some(5));
+        // The window passes: the slice goes to stream 9.
+        assert_eq!(served(&mut d, 30), None);
+        assert_eq!(served(&mut d, 38), Some(2));
+        assert_eq!(d.waiting_until(), None);
+        // Its slice ends at 138: a new one goes to the oldest request's stream (9's again).
+        d.push_from(7, 6, 0, 4096);
+        assert_eq!(served(&mut d, 138), Some(4));
+        let left = served(&mut d, 140);
+        assert_eq!(left, None, "7's request waits out 9's idle window");
+        assert_eq!(served(&mut d, 148), Some(6));
     }
 
     #[test]
