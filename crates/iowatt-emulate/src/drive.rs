@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use fuser::{ReplyData, ReplyWrite};
 use iowatt_metrics::Rng;
-use iowatt_sim::disk::{Charge, Discipline, Disk, DiskModel, Started, State};
+use iowatt_sim::disk::{Charge, Discipline, Disk, DiskModel, Pace, Started, State};
 
 /// What answers a request once the disk is done with it.
 pub trait Answer: Send + 'static {
@@ -51,6 +51,10 @@ pub struct Vibration {
     /// The stimulus at the start.
     pub at: f64,
     pub stall_cap: Duration,
+    /// Measured tails: per step's stimulus, ascending, the quantiles (at u = (i + ½) / n) of
+    /// the multiplier a request's added time is scaled by, X / E[X] (mean 1). Empty: every
+    /// request adds the constant S / r − S.
+    pub tails: Vec<(f64, Vec<f64>)>,
 }
 
 impl Vibration {
@@ -58,6 +62,19 @@ impl Vibration {
     pub fn range(&self) -> (f64, f64) {
         let first = self.curve.first().map_or(0.0, |p| p.0);
         (first, self.curve.last().map_or(first, |p| p.0))
+    }
+
+    /// A draw `u` (0..1) from the tail of the step nearest stimulus `s`: the multiplier of the
+    /// request's added time (1 without tails).
+    pub fn scale(&self, s: f64, u: f64) -> f64 {
+        let nearest = self
+            .tails
+            .iter()
+            .min_by(|a, b| (a.0 - s).abs().total_cmp(&(b.0 - s).abs()));
+        match nearest {
+            Some((_, q)) if !q.is_empty() => q[((u * q.len() as f64) as usize).min(q.len() - 1)],
+            _ => 1.0,
+        }
     }
 
     /// r at stimulus `s` (within [`Self::range`]), linear between the curve's points.
@@ -171,6 +188,8 @@ struct Inner<A> {
     changes: Vec<Change>,
     stimuli: Vec<Stimulus>,
     speed: f64,
+    /// The draws of the tails' multipliers.
+    tail_rng: Rng,
     locked: bool,
     failed: u64,
     streams: std::collections::BTreeMap<u32, StreamCounts>,
@@ -194,16 +213,18 @@ pub struct Drive<A> {
 }
 
 impl<A: Answer> Drive<A> {
-    /// An idle disk whose rotational positions come from `rng`, picking requests by
+    /// An idle disk whose rotational positions come from the first of `rngs` (its tails'
+    /// draws from the second), picking requests by
     /// `discipline`; with `spin_down`, it spins down after idling that long; with `vibration`,
     /// it runs at the curve's speed for the stimulus in force.
     pub fn new(
         model: DiskModel,
         spin_down: Option<Duration>,
-        rng: Rng,
+        rngs: (Rng, Rng),
         discipline: Discipline,
         vibration: Option<Vibration>,
     ) -> Self {
+        let (rng, tail_rng) = rngs;
         let speed = vibration.as_ref().map_or(1.0, |v| v.speed(v.at));
         let stimuli = vibration.iter().map(|v| Stimulus {
             t_ns: 0,
@@ -226,6 +247,7 @@ impl<A: Answer> Drive<A> {
                 }],
                 stimuli: stimuli.collect(),
                 speed,
+                tail_rng,
                 locked: false,
                 failed: 0,
                 streams: Default::default(),
@@ -304,7 +326,20 @@ impl<A: Answer> Drive<A> {
             Self::note(g, t, before);
             return;
         }
-        let (_, started) = g.disk.start_next(&self.model, t, g.speed);
+        let pace = match &self.vibration {
+            Some(v) if g.speed < 1.0 && !v.tails.is_empty() => {
+                let at = g.stimuli.last().map_or(v.at, |s| s.value);
+                Pace {
+                    speed: g.speed,
+                    scale: v.scale(at, g.tail_rng.unit()),
+                }
+            }
+            _ => Pace {
+                speed: g.speed,
+                scale: 1.0,
+            },
+        };
+        let (_, started) = g.disk.start_next(&self.model, t, pace);
         if let Some(s) = &started {
             g.due_ns = s.done_ns;
         }
@@ -643,5 +678,30 @@ impl<A: Answer> Answers<A> {
     fn send(self) {
         self.replies.into_iter().for_each(A::send);
         self.failures.into_iter().for_each(A::fail);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_speed_is_linear_between_the_curve_s_points_and_tails_keep_their_mean() {
+        let v = Vibration {
+            curve: vec![(0.0, 1.0), (50.0, 0.5), (100.0, 0.0)],
+            at: 0.0,
+            stall_cap: Duration::from_secs(1),
+            tails: vec![(50.0, vec![0.0, 0.5, 1.0, 2.5]), (100.0, vec![1.0; 4])],
+        };
+        assert_eq!(v.range(), (0.0, 100.0));
+        assert_eq!(v.speed(25.0), 0.75);
+        assert_eq!(v.speed(50.0), 0.5);
+        assert_eq!(v.speed(100.0), 0.0);
+        // The nearest step's quantiles, by u: their mean over uniform u is the table's mean.
+        let mut rng = Rng::new(9);
+        let n = 100_000;
+        let mean = (0..n).map(|_| v.scale(60.0, rng.unit())).sum::<f64>() / n as f64;
+        assert!((mean - 1.0).abs() < 0.02, "{mean}");
+        assert_eq!(v.scale(90.0, 0.3), 1.0);
     }
 }

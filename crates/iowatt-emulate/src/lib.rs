@@ -49,7 +49,8 @@ pub struct Options {
     pub model: DiskModel,
     /// Idle this long, the disk spins down; None: it never does.
     pub spin_down: Option<Duration>,
-    /// The rotational positions' stream (`iowatt sim raid`'s disk 0 of the same seed).
+    /// The rotational positions' stream (`iowatt sim raid`'s disk 0 of the same seed), and
+    /// the tails' draws (stream 1).
     pub seed: u64,
     /// Let the kernel cache pages above the disk (reads it holds never reach the model).
     pub page_cache: bool,
@@ -124,11 +125,11 @@ impl Work for Emulation {
 
     fn run(self: Arc<Self>, progress: &Progress) -> Outcome {
         let o = &self.options;
-        let rng = Streams::new(o.seed).stream(0);
+        let streams = Streams::new(o.seed);
         let drive = Arc::new(Drive::new(
             o.model.clone(),
             o.spin_down,
-            rng,
+            (streams.stream(0), streams.stream(1)),
             o.discipline,
             o.vibration.clone(),
         ));

@@ -271,6 +271,7 @@ fn half_speed_curve() -> Vibration {
         ],
         at: 0.0,
         stall_cap: Duration::from_millis(300),
+        tails: Vec::new(),
     }
 }
 
@@ -384,4 +385,25 @@ fn cfq_gives_each_process_its_slice_where_fifo_interleaves_them() {
     // 30 reads of a few ms each fill about two slices per thread.
     assert!(cfq <= 8, "CFQ switched streams {cfq} times: {streams:?}");
     assert!(fifo > 3 * cfq, "FIFO switched {fifo} times, CFQ {cfq}");
+}
+
+#[test]
+fn with_tails_each_added_time_is_scaled_by_a_seeded_draw_from_the_step_s_quantiles() {
+    let model = shipped("ultrastar-36z15");
+    let mut curve = half_speed_curve();
+    curve.at = 100.0;
+    curve.tails = vec![(100.0, vec![0.0, 2.0])];
+    let m = Mounted::with("tails", model.clone(), None, Some(curve));
+    fs::write(m.backing.join("f"), vec![6u8; 1 << 20]).unwrap();
+    for k in 0..8 {
+        read_block(&m, k * 3).unwrap();
+    }
+    let record = m.stop();
+    assert_charged_by_the_model(&record.served, &model, 3);
+    let mut draws = Streams::new(3).stream(1);
+    for s in &record.served {
+        let added = s.charge.model_s() / 0.5 - s.charge.model_s();
+        let scale = [0.0, 2.0][(draws.unit() * 2.0) as usize];
+        assert!((s.charge.slowdown_s - added * scale).abs() < 1e-12, "{s:?}");
+    }
 }

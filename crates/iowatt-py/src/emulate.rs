@@ -29,13 +29,14 @@ impl Emulation {
     /// spinning down after `spin_down_s` idle (None: never), its rotational positions from
     /// `seed`, with the kernel's page cache above it only when `page_cache`, picking requests
     /// by `scheduler` (`fifo`, `elevator`, or `cfq` with its `slice_s` and `idle_window_s`);
-    /// with `curve` ((stimulus, r) points, ascending),
+    /// with `curve` ((stimulus, r) points, ascending) and `tails` (per step's stimulus, the
+    /// quantiles of the multiplier of a request's added time, mean 1),
     /// slowed to r at the stimulus `at`, a stall (r = 0) failing requests after `stall_cap_s`.
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (
         backing, mount, model_json, *, name, spin_down_s, seed, page_cache, scheduler="fifo",
-        slice_s=0.1, idle_window_s=0.008, curve=None, at=None, stall_cap_s=30.0
+        slice_s=0.1, idle_window_s=0.008, curve=None, at=None, stall_cap_s=30.0, tails=None
     ))]
     fn new(
         py: Python<'_>,
@@ -52,6 +53,7 @@ impl Emulation {
         curve: Option<Vec<(f64, f64)>>,
         at: Option<f64>,
         stall_cap_s: f64,
+        tails: Option<Vec<(f64, Vec<f64>)>>,
     ) -> PyResult<Self> {
         let config = |m: String| raise(py, "ConfigError", m, None);
         let model: DiskModel = serde_json::from_str(model_json)
@@ -94,10 +96,21 @@ impl Emulation {
                 let stall_cap = Duration::try_from_secs_f64(stall_cap_s)
                     .map_err(|_| config(format!("--stall-cap {stall_cap_s} s")))?;
                 let at = at.unwrap_or(curve[0].0);
+                let tails = tails.unwrap_or_default();
+                let tails_ok = tails.windows(2).all(|w| w[0].0 < w[1].0)
+                    && tails
+                        .iter()
+                        .all(|(_, q)| q.iter().all(|m| m.is_finite() && *m >= 0.0));
+                if !tails_ok {
+                    return Err(config(
+                        "the tails' steps must ascend and their multipliers be 0 or more".into(),
+                    ));
+                }
                 Some(Vibration {
                     curve,
                     at,
                     stall_cap,
+                    tails,
                 })
             }
         };
