@@ -700,7 +700,9 @@ class Emulation(_EngineJob):
     """The emulated disk (``crates/iowatt-emulate``): BACKING served at MOUNT by FUSE as a disk
     of ``model`` (a ``disks.toml`` table, checked when built). :func:`drive` it: it serves until
     cancelled, then answers what is queued and unmounts; :meth:`progress` has the counters
-    (``ready`` once mounted), :meth:`result` every request's charge and the state changes."""
+    (``ready`` once mounted), :meth:`result` every request's charge, the state changes and the
+    stimuli set. With ``curve`` ((stimulus, r) points, ascending) each request is charged S / r
+    at the stimulus in force when it starts, ``at`` at the mount (default: the first point)."""
 
     _run: _core.Emulation
 
@@ -714,8 +716,13 @@ class Emulation(_EngineJob):
         spin_down_s: float | None,
         seed: int,
         page_cache: bool,
+        scheduler: str = "fifo",
+        curve: Sequence[tuple[float, float]] | None = None,
+        at: float | None = None,
+        stall_cap_s: float = 30.0,
     ) -> None:
         sent = Encoded(model)
+        points = None if curve is None else [(float(x), float(r)) for x, r in curve]
         self._run = _engine_call(
             lambda: _core.Emulation(
                 backing,
@@ -725,11 +732,25 @@ class Emulation(_EngineJob):
                 spin_down_s=spin_down_s,
                 seed=seed,
                 page_cache=page_cache,
+                scheduler=scheduler,
+                curve=points,
+                at=at,
+                stall_cap_s=stall_cap_s,
             )
         )
 
     def progress(self) -> dict[str, Any]:
         return self._run.progress()
+
+    def set_stimulus(self, value: float) -> float:
+        """Sets the stimulus in force; the speed r it gives. :class:`ConfigError` outside the
+        curve, without one, or while a followed source holds it."""
+        return float(_engine_call(lambda: self._run.set_stimulus(value)))
+
+    def follow(self, value: float, locked: bool) -> float:
+        """Sets the stimulus from a followed source (clamped to the curve); while ``locked``,
+        :meth:`set_stimulus` is refused."""
+        return float(_engine_call(lambda: self._run.follow(value, locked)))
 
     def result(self) -> dict[str, Any]:
         return cast(dict[str, Any], _engine_call(self._run.result))

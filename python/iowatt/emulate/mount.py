@@ -6,6 +6,7 @@ process is killed outright."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -20,6 +21,7 @@ from typing import Any
 from iowatt import _engine
 from iowatt.emulate import mounts
 from iowatt.emulate.guard import JOURNAL, Guardian
+from iowatt.emulate.vibration import Player, Schedule, StimulusCurve
 from iowatt.errors import ConfigError, IowattError, TargetError
 from iowatt.live.board import Counts, board
 from iowatt.sim.disks import disk_model
@@ -44,6 +46,27 @@ class MountConfig:
     results: Path = Path("results")
     labels: dict[str, str] = field(default_factory=dict)
     report: bool = True
+    scheduler: str = "fifo"
+    curve: StimulusCurve | None = None
+    at: float | None = None
+    schedule: Schedule | None = None
+    speedup: float = 1.0
+    stall_cap_s: float = 30.0
+
+    @property
+    def start_at(self) -> float | None:
+        """The stimulus in force at the mount: --at, the schedule's first row, or the curve's
+        first point."""
+        if self.curve is None:
+            return None
+        if self.at is not None:
+            return self.at
+        if self.schedule is not None:
+            return self.schedule.rows[0][1]
+        return self.curve.low
+
+
+SCHEDULERS = ("fifo", "elevator")
 
 
 def check(config: MountConfig) -> dict[str, Any]:
@@ -75,6 +98,7 @@ def check(config: MountConfig) -> dict[str, Any]:
         )
     if config.spin_down_s is not None and not config.spin_down_s > 0:
         raise ConfigError(f"--spin-down `{config.spin_down_s:g}s` must be above 0", "e.g. 10s")
+    _check_vibration(config)
     if not os.path.exists("/dev/fuse"):
         raise TargetError("/dev/fuse is missing: this kernel has no FUSE", "load it: modprobe fuse")
     if os.geteuid() != 0 and shutil.which("fusermount3") is None:
@@ -83,6 +107,33 @@ def check(config: MountConfig) -> dict[str, Any]:
             "install it: apt-get install fuse3",
         )
     return disk_model(config.model_name, config.disk_models)
+
+
+def _check_vibration(config: MountConfig) -> None:
+    if config.scheduler not in SCHEDULERS:
+        raise ConfigError(
+            f"--scheduler `{config.scheduler}` is not a scheduler",
+            f"schedulers: {', '.join(SCHEDULERS)}",
+        )
+    if not (0 < config.stall_cap_s < math.inf):
+        raise ConfigError(f"--stall-cap `{config.stall_cap_s:g}s` must be above 0", "e.g. 30s")
+    if not (0 < config.speedup < math.inf):
+        raise ConfigError(f"--speedup `{config.speedup:g}` must be above 0", "e.g. --speedup 24")
+    if config.at is not None and config.schedule is not None:
+        raise ConfigError(
+            "--at and --schedule are two stimulus sources; the disk follows one",
+            "give --at VALUE or --schedule FILE|RUN",
+        )
+    curve = config.curve
+    if curve is None:
+        if config.at is not None or config.schedule is not None:
+            flag = "--at" if config.at is not None else "--schedule"
+            raise ConfigError(f"{flag} needs a curve to follow", "add --curve REF")
+        return
+    if config.at is not None:
+        curve.check(config.at, "--at")
+    if config.schedule is not None:
+        config.schedule.check(curve)
 
 
 @contextmanager
@@ -115,26 +166,44 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
         spin_down_s=config.spin_down_s,
         seed=config.seed,
         page_cache=config.page_cache,
+        scheduler=config.scheduler,
+        curve=None if config.curve is None else list(config.curve.points),
+        at=config.start_at,
+        stall_cap_s=config.stall_cap_s,
     )
     failure: IowattError | None = None
     board().begin(writer.run_id, KIND, config.labels)
     board().watch(lambda: _counts(disk), device="disk")
     journal = _Journal(writer, anchor, config, settings)
     ready = False
+    player: Player | None = None
 
     def tick() -> None:
-        nonlocal ready
+        nonlocal ready, player
+        before = time.monotonic_ns()
         p = disk.progress()
         if not p["ready"]:
             return
         if not ready:
             ready = True
+            # The mount's clock: its zero on CLOCK_MONOTONIC, within the read's few µs.
+            epoch_ns = (before + time.monotonic_ns()) // 2 - round(p["t_s"] * 1e9)
+            if config.schedule is not None:
+                player = Player(
+                    config.schedule.rows[1:], config.speedup, epoch_ns, disk.set_stimulus, say
+                )
+                player.start()
             say(
                 f"{config.model_name} ({model['label']}) mounted at {config.mount}, files in"
-                f" {config.backing}; Ctrl-C unmounts"
+                f" {config.backing}{_vibration_text(config)}; Ctrl-C unmounts"
             )
         t = time.monotonic_ns()
         board().readings([CHANNEL], {"mono_ns": [t], "channel": [0], "value": [p["energy_j"]]})
+        if config.curve is not None and p.get("stimulus") is not None:
+            kind = config.curve.kind
+            value = p["stimulus"] / 100 if kind == "fan" else p["stimulus"]  # duty as a ratio
+            board().set_stimulus(kind, value, 1, 1)
+            board().set_speed(p["speed"])
         journal.write(p)
 
     try:
@@ -145,15 +214,32 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
     except IowattError as e:
         failure = e
     except BaseException:
+        if player is not None:
+            player.stop()
         guardian.done()
         writer.abandon()
         raise
+    if player is not None:
+        player.stop()
     board().end()
     run_dir = _write(writer, disk, model, config, settings, anchor, failure, sink, say)
     guardian.done()
     if failure is not None:
         raise failure
     return run_dir
+
+
+def _vibration_text(config: MountConfig) -> str:
+    curve = config.curve
+    if curve is None:
+        return ""
+    if config.schedule is not None:
+        source = f"following {config.schedule.source} at ×{config.speedup:g}"
+    else:
+        source = f"at {config.start_at:g} {curve.unit}"
+        if config.at is None:
+            source += " (the curve's first point)"
+    return f", slowed by {curve.source}'s {curve.kind} curve {source}"
 
 
 def _counts(disk: _engine.Emulation) -> Counts:
@@ -171,6 +257,14 @@ def _settings(config: MountConfig) -> dict[str, Any]:
         "disk_models": None if config.disk_models is None else str(config.disk_models),
         "spin_down_s": config.spin_down_s,
         "page_cache": config.page_cache,
+        "scheduler": config.scheduler,
+        "curve": None if config.curve is None else config.curve.as_dict(),
+        "at": config.start_at,
+        "schedule": None
+        if config.schedule is None
+        else {"source": config.schedule.source, "rows": len(config.schedule.rows)},
+        "speedup": config.speedup if config.schedule is not None else None,
+        "stall_cap_s": config.stall_cap_s if config.curve is not None else None,
     }
 
 
@@ -244,7 +338,8 @@ def _write(
     end_ns = round(result["counters"]["t_s"] * 1e9)
     writer.write_table("disk_requests.parquet", record.request_table(writer.run_id, cols))
     writer.write_table("intervals.parquet", record.interval_table(writer.run_id, t0, end_ns, cols))
-    writer.write_table("events.parquet", record.state_events(writer.run_id, t0, result["changes"]))
+    events = record.events(writer.run_id, t0, result["changes"], result["stimuli"], config.curve)
+    writer.write_table("events.parquet", events)
     writer.finish(
         KIND,
         None if failure is None else failure.message,
@@ -252,7 +347,11 @@ def _write(
         seed=config.seed,
         labels=config.labels,
         config=settings,
-        summary={"disk": record.summary(result, cols, model), "model": dict(model)},
+        summary={
+            "disk": record.summary(result, cols, model),
+            "model": dict(model),
+            "vibration": record.vibration_summary(result, cols, settings),
+        },
         clock_anchor=anchor,
     )
     run_dir = publish(writer, sink)

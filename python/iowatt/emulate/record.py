@@ -1,7 +1,8 @@
 """What an emulated disk leaves: every request with its charged seek, rotation, transfer and
 queueing (``disk_requests.parquet``), one-second intervals of what completed
-(``intervals.parquet``, workload ``disk``), the power states entered (``events.parquet``) and
-the summary: throughput, latency, time and energy per state."""
+(``intervals.parquet``, workload ``disk``), the power states entered and the stimuli set
+(``events.parquet``) and the summary: throughput, latency, time and energy per state, and what
+a vibration curve did."""
 
 from __future__ import annotations
 
@@ -11,20 +12,28 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from iowatt.emulate.vibration import StimulusCurve
 from iowatt.histogram import STANDARD_PERCENTILES, heat_bands, percentiles
 from iowatt.store.schemas import EMULATE_REQUEST_SCHEMA, INTERVAL_SCHEMA, event_table
 
 INTERVAL_NS = 1_000_000_000
 WORKLOAD = "disk"
-_U64 = ("arrived_ns", "started_ns", "done_ns", "offset", "bytes", "write", "drained")
-_F64 = ("overhead_s", "seek_s", "rotation_s", "transfer_s")
+_U64 = ("arrived_ns", "started_ns", "done_ns", "offset", "bytes", "write", "drained", "failed")
+_F64 = ("overhead_s", "seek_s", "rotation_s", "transfer_s", "slowdown_s")
 
 
 def columns(result: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The engine's column buffers as arrays (times in ns from the mount)."""
     c = result["columns"]
-    out: dict[str, np.ndarray] = {k: np.frombuffer(c[k], dtype="<u8") for k in _U64}
-    out.update({k: np.frombuffer(c[k], dtype="<f8") for k in _F64})
+
+    def column(name: str, dtype: str) -> np.ndarray:
+        # A column the engine does not give (an older extension): zeros.
+        if name not in c:
+            return np.zeros(len(c["done_ns"]) // 8, dtype=dtype)
+        return np.frombuffer(c[name], dtype=dtype)
+
+    out: dict[str, np.ndarray] = {k: column(k, "<u8") for k in _U64}
+    out.update({k: column(k, "<f8") for k in _F64})
     return out
 
 
@@ -45,7 +54,9 @@ def request_table(run_id: str, cols: Mapping[str, np.ndarray]) -> pa.Table:
             "seek_s": cols["seek_s"],
             "rotation_s": cols["rotation_s"],
             "transfer_s": cols["transfer_s"],
+            "slowdown_s": cols["slowdown_s"],
             "drained": cols["drained"].astype(bool),
+            "failed": cols["failed"].astype(bool),
         },
         schema=EMULATE_REQUEST_SCHEMA,
     )
@@ -90,15 +101,64 @@ def interval_table(
     return pa.table(rows, schema=INTERVAL_SCHEMA)
 
 
+def events(
+    run_id: str,
+    t0_ns: int,
+    changes: list[tuple[int, str]],
+    stimuli: list[tuple[int, float, float]],
+    curve: StimulusCurve | None,
+) -> pa.Table:
+    """The power states entered (``disk``/``state``) and every stimulus set, the first at the
+    mount (``stimulus``/``stimulus``, as a sweep names its own), in time order."""
+    rows: list[dict[str, Any]] = [
+        {"mono_ns": t0_ns + t, "source": "disk", "kind": "state", "message": state}
+        for t, state in changes
+    ]
+    if curve is not None:
+        rows += [
+            {
+                "mono_ns": t0_ns + t,
+                "source": "stimulus",
+                "kind": "stimulus",
+                "message": f"{curve.kind} {value:g} {curve.unit}: r = {speed:.4g}",
+            }
+            for t, value, speed in stimuli
+        ]
+    rows.sort(key=lambda r: r["mono_ns"])
+    return event_table(run_id, t0_ns, rows)
+
+
 def state_events(run_id: str, t0_ns: int, changes: list[tuple[int, str]]) -> pa.Table:
-    return event_table(
-        run_id,
-        t0_ns,
-        [
-            {"mono_ns": t0_ns + t, "source": "disk", "kind": "state", "message": state}
-            for t, state in changes
-        ],
-    )
+    return events(run_id, t0_ns, changes, [], None)
+
+
+def vibration_summary(
+    result: Mapping[str, Any], cols: Mapping[str, np.ndarray], settings: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """What a curve did: its source and kind, the stall cap, the stimuli set, the requests
+    failed by a stall and the mean time the curve added; None without a curve."""
+    curve = settings.get("curve")
+    if curve is None:
+        return None
+    failed = cols["failed"].astype(bool)
+    slowdown = cols["slowdown_s"][~failed]
+    stimuli = result.get("stimuli") or []
+    return {
+        "curve": curve["source"],
+        "stimulus": curve["kind"],
+        "unit": curve["unit"],
+        "band": curve["band"],
+        "source": "schedule" if settings.get("schedule") else "fixed",
+        "schedule": (settings.get("schedule") or {}).get("source"),
+        "speedup": settings.get("speedup"),
+        "at": settings.get("at"),
+        "stall_cap_s": settings.get("stall_cap_s"),
+        "changes": max(len(stimuli) - 1, 0),
+        "final": list(stimuli[-1][1:]) if stimuli else None,
+        "failed": int(failed.sum()),
+        "mean_slowdown_s": float(slowdown.mean()) if slowdown.size else 0.0,
+        "slowdown_s": float(slowdown.sum()),
+    }
 
 
 def summary(

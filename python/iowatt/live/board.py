@@ -119,6 +119,8 @@ class Snapshot:
     # A sweep's stimulus by kind, in its metric's unit: "fan" 0..1, "amplitude" g RMS, …
     stimulus: dict[str, float] = field(default_factory=dict)
     step: tuple[int, int] | None = None  # (step done or under way, 1-based; of how many)
+    # An emulated disk's speed under its stimulus: the fraction r of its own it keeps, 0..1.
+    speed: float | None = None
 
 
 class Board:
@@ -180,10 +182,19 @@ class Board:
         with self._lock:
             self._done[key] = self._done.get(key, Counts()) + counts
 
-    def set_stimulus(self, name: str, value: float, step: int, steps: int) -> None:
+    def set_stimulus(
+        self, name: str, value: float, step: int | None = None, steps: int | None = None
+    ) -> None:
+        """The stimulus in force; ``step`` of ``steps`` for a sweep (an emulated disk has none)."""
         with self._lock:
             self._state.stimulus = {name: value}
-            self._state.step = (step, steps)
+            if step is not None and steps is not None:
+                self._state.step = (step, steps)
+
+    def set_speed(self, r: float) -> None:
+        """An emulated disk's speed at its stimulus, r in 0..1."""
+        with self._lock:
+            self._state.speed = r
 
     def readings(self, channels: Sequence[Mapping[str, Any]], chunk: Mapping[str, Any]) -> None:
         """Samples from a power recording's drain (``mono_ns``, ``channel``, ``value``):
@@ -247,6 +258,7 @@ class Board:
                 celsius=dict(s.celsius),
                 stimulus=dict(s.stimulus),
                 step=s.step,
+                speed=s.speed,
             )
 
 

@@ -168,3 +168,9 @@ def _sweep(s: Snapshot) -> Iterator[Metric]:
         step, steps = s.step
         yield GaugeMetricFamily("iowatt_sweep_step", "The step under way, from 1", value=step)
         yield GaugeMetricFamily("iowatt_sweep_steps", "The sweep's steps, all passes", value=steps)
+    if s.speed is not None:
+        yield GaugeMetricFamily(
+            "iowatt_disk_speed_ratio",
+            "An emulated disk's speed at its stimulus, from its curve: r in 0..1",
+            value=s.speed,
+        )

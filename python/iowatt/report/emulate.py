@@ -80,6 +80,8 @@ def _answer(disk: Mapping[str, Any], label: str) -> list[tuple[str, str]]:
     for part in ("seek", "rotation", "transfer", "overhead"):
         v = charge.get(part)
         rows.append((f"mean {part}", "–" if v is None else format_ns(v * 1e9)))
+    if charge.get("slowdown"):
+        rows.append(("mean slowdown (curve)", format_ns(charge["slowdown"] * 1e9)))
     rows.append(("mean queueing", _ns(disk.get("mean_queued_ns"))))
     energy = float(disk["energy_j"])
     rows += [
@@ -230,6 +232,25 @@ def cdf_figure(run_dir: Path, name: str) -> str | None:
     return latency_cdf(lines, name)
 
 
+def _vibration_facts(v: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """What a curve did to the disk: its source, where its stimulus came from, the stalls."""
+    if not v:
+        return []
+    unit = v.get("unit") or ""
+    if v.get("source") == "schedule":
+        source = f"schedule {v.get('schedule')} at ×{v.get('speedup'):g}"
+    else:
+        source = f"fixed at {v.get('at'):g} {unit}"
+    final = v.get("final")
+    return [
+        ("curve", f"{v.get('stimulus')} curve of {v.get('curve')}"),
+        ("stimulus", f"{source}; {v.get('changes', 0)} changes"),
+        ("last stimulus", "–" if not final else f"{final[0]:g} {unit}, r = {final[1]:.3g}"),
+        ("stall cap", format_duration(float(v.get("stall_cap_s") or 0))),
+        ("failed by stalls", f"{v.get('failed', 0):,}"),
+    ]
+
+
 def emulate_view(run_dir: Path) -> EmulateView:
     manifest, summary = read_manifest(run_dir), read_summary(run_dir)
     config = manifest.get("config") or {}
@@ -282,6 +303,7 @@ def emulate_view(run_dir: Path) -> EmulateView:
         ("page cache", "on" if config.get("page_cache") else "off (direct I/O)"),
         ("seed", str(manifest.get("seed"))),
     ]
+    facts += _vibration_facts(summary.get("vibration"))
     return EmulateView(
         run_id=manifest["run_id"],
         status=manifest["status"],

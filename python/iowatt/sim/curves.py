@@ -3,9 +3,10 @@ their best, against fan PWM %.
 
 A ``--curve`` is a curve file (``iowatt-curve/1``, written by ``iowatt sweep``), a sweep run
 (its id, a unique prefix, its directory, or ``latest`` for the last fan sweep in the store) —
-every disk's curve of it — or the name of a built-in disk profile. Without one, the built-in
-SATA profiles. The database is striped over the disks, so it goes at the pace of the slowest:
-the curves combine into their minimum at every PWM any of them was measured at.
+every disk's curve of it, or one disk's as ``RUN:DISK`` — or the name of a built-in disk
+profile. Without one, the built-in SATA profiles. The database is striped over the disks, so it
+goes at the pace of the slowest: the curves combine into their minimum at every PWM any of them
+was measured at.
 """
 
 from __future__ import annotations
@@ -56,14 +57,44 @@ def _file_curve(path: Path) -> tuple[str, list[list[float]]]:
     return f"{doc['run_id']}/{doc['disk']['name']}", points
 
 
-def _run_curves(run_dir: Path) -> list[tuple[str, list[list[float]]]]:
+def split_disk(ref: str) -> tuple[str, str | None]:
+    """``RUN:DISK`` → (``RUN``, ``DISK``); a reference without one → (ref, None)."""
+    run, sep, disk = ref.partition(":")
+    return (run, disk) if sep and run and disk else (ref, None)
+
+
+def run_curve_files(run_dir: Path, disk: str | None = None) -> list[Path]:
+    """The curve files of a sweep run: every disk's, or ``disk``'s alone (refused, listing the
+    run's disks, when it has no such disk)."""
+    from iowatt.curve import curve_filename
+
     files = sorted(run_dir.glob("curve-*.json"))
     if not files:
         raise ConfigError(f"run `{run_dir.name}` has no curve files (is it a sweep?)", _HINT)
-    return [_file_curve(f) for f in files]
+    if disk is None:
+        return files
+    wanted = run_dir / curve_filename(disk)
+    if wanted in files:
+        return [wanted]
+    raise ConfigError(
+        f"run `{run_dir.name}` has no disk `{disk}`",
+        f"its disks: {', '.join(disk_names(files))}",
+    )
 
 
-def _latest_fan_sweep(results: Path) -> Path:
+def disk_names(files: Sequence[Path]) -> list[str]:
+    """The disk each curve file is of (its name as the sweep gave it)."""
+    from iowatt.curve import read_curve
+
+    return [str(read_curve(f)["disk"]["name"]) for f in files]
+
+
+def _run_curves(run_dir: Path, disk: str | None = None) -> list[tuple[str, list[list[float]]]]:
+    return [_file_curve(f) for f in run_curve_files(run_dir, disk)]
+
+
+def latest_sweep(results: Path, kind: str | None = "fan") -> Path:
+    """The last sweep with curves in ``results`` (of stimulus ``kind``; None: of any)."""
     from iowatt.store.runs import read_manifest, run_dirs
 
     best: tuple[int, Path] | None = None
@@ -73,19 +104,24 @@ def _latest_fan_sweep(results: Path) -> Path:
         except Exception:  # a damaged run is not a candidate
             continue
         stimulus = ((m.get("config") or {}).get("stimulus") or {}).get("kind")
-        fan_sweep = m.get("kind") == "sweep" and stimulus == "fan"
+        sweep = m.get("kind") == "sweep" and (kind is None or stimulus == kind)
         if (
-            fan_sweep
+            sweep
             and any(run_dir.glob("curve-*.json"))
             and (best is None or m["started_ns"] > best[0])
         ):
             best = (m["started_ns"], run_dir)
     if best is None:
+        what = "sweep" if kind is None else f"{kind} sweep"
         raise ConfigError(
-            f"--curve latest: no fan sweep with curves in `{results}`",
-            "run `iowatt sweep --stimulus fan …` first, or give a curve file",
+            f"--curve latest: no {what} with curves in `{results}`",
+            f"run `iowatt sweep --stimulus {kind or 'fan'} …` first, or give a curve file",
         )
     return best[1]
+
+
+def _latest_fan_sweep(results: Path) -> Path:
+    return latest_sweep(results, "fan")
 
 
 def resolve(refs: Sequence[str], results: Path) -> list[tuple[str, list[list[float]]]]:
@@ -97,14 +133,17 @@ def resolve(refs: Sequence[str], results: Path) -> list[tuple[str, list[list[flo
     out = []
     for ref in refs:
         path = Path(ref)
+        run, disk = split_disk(ref)
         if path.is_file():
             out.append(_file_curve(path))
-        elif ref == "latest":
-            out.extend(_run_curves(_latest_fan_sweep(results)))
+        elif run == "latest":
+            out.extend(_run_curves(_latest_fan_sweep(results), disk))
         else:
             try:
-                out.extend(_run_curves(resolve_run(results, ref)))
+                out.extend(_run_curves(resolve_run(results, run), disk))
             except RunNotFoundError:
+                if disk is not None:
+                    raise
                 out.append(_profile_curve(ref))
     return out
 

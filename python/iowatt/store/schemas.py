@@ -381,7 +381,9 @@ EMULATE_REQUEST_SCHEMA = pa.schema(
         ("seek_s", pa.float64()),
         ("rotation_s", pa.float64()),
         ("transfer_s", pa.float64()),
+        ("slowdown_s", pa.float64()),
         ("drained", pa.bool_()),
+        ("failed", pa.bool_()),
     ]
 )
 VIEW_SCHEMAS["disk_requests"] = EMULATE_REQUEST_SCHEMA

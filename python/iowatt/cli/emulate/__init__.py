@@ -9,6 +9,7 @@ from iowatt.cli import LazyGroup
 
 SUBVERBS: dict[str, str] = {
     "mount": "mount:mount",
+    "set": "set:set_",
     "unmount": "unmount:unmount",
 }
 

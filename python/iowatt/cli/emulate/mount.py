@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -39,6 +40,47 @@ from iowatt.units import format_duration, format_joules, parse_duration, parse_l
     is_flag=True,
     help="Let the kernel cache pages above the disk (cached reads never reach it).",
 )
+@click.option(
+    "--scheduler",
+    default="fifo",
+    show_default=True,
+    metavar="fifo|elevator",
+    help="How the disk picks its next request: arrival order, or by position (C-LOOK).",
+)
+@click.option(
+    "--curve",
+    metavar="REF",
+    help="Slow the disk by a throughput curve: a curve file, a sweep run (RUN, RUN:DISK,"
+    " `latest`) or a disk profile (its fan curve unless --stimulus).",
+)
+@click.option(
+    "--stimulus",
+    metavar="fan|amplitude|frequency",
+    help="Which curve of a profile to follow (as `iowatt sweep` spells it)  [default: fan]",
+)
+@click.option("--band", metavar="LO-HI", help="The band of an amplitude curve, e.g. 20-800.")
+@click.option(
+    "--at", "at", type=float, metavar="VALUE", help="The stimulus, fixed (PWM %, grms, Hz)."
+)
+@click.option(
+    "--schedule",
+    metavar="FILE|RUN",
+    help="Stimulus over time: a CSV of time,value (seconds or ISO 8601), or a sweep run's steps.",
+)
+@click.option(
+    "--speedup",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Replay the --schedule this many times faster.",
+)
+@click.option(
+    "--stall-cap",
+    default="30s",
+    show_default=True,
+    metavar="DURATION",
+    help="How long a stall (r = 0) holds a request before it fails with EIO.",
+)
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
@@ -52,6 +94,14 @@ def mount(
     spin_down: str | None,
     seed: int,
     page_cache: bool,
+    scheduler: str,
+    curve: str | None,
+    stimulus: str | None,
+    band: str | None,
+    at: float | None,
+    schedule: str | None,
+    speedup: float,
+    stall_cap: str,
     labels: tuple[str, ...],
     results: Path | None,
     no_report: bool,
@@ -63,14 +113,21 @@ def mount(
     states and energy (energy_uj, as RAPL's). Runs in the foreground; Ctrl-C, SIGTERM or
     SIGHUP answers what is queued, unmounts and writes an `emulate` run.
 
+    With --curve each request takes S / r, r the curve's value at the stimulus in force when it
+    starts: --at VALUE, a --schedule, or `iowatt emulate set MOUNT VALUE` while mounted.
+
     \b
       iowatt emulate mount /srv/data /mnt/hdd --disk-model ultrastar-36z15 --spin-down 10s
       iowatt bench randomread --directio --target /mnt/hdd --power emulated:path=/mnt/hdd
+      iowatt emulate mount /srv/data /mnt/hdd --curve latest --at 80
+      iowatt emulate mount /srv/data /mnt/hdd --curve hit-sata --schedule fans.csv --speedup 24
     """
     from iowatt.emulate.mount import MountConfig, serve
     from iowatt.store.runs import results_dir
     from iowatt.warnings import WarningSink
 
+    store = results_dir(results)
+    vibration = _vibration(store, curve, stimulus, band, at, schedule)
     config = MountConfig(
         backing=backing,
         mount=mount,
@@ -79,9 +136,13 @@ def mount(
         spin_down_s=None if spin_down is None else parse_duration(spin_down, "--spin-down"),
         seed=seed,
         page_cache=page_cache,
-        results=results_dir(results),
+        results=store,
         labels=parse_labels(labels),
         report=not no_report,
+        scheduler=scheduler,
+        speedup=speedup,
+        stall_cap_s=parse_duration(stall_cap, "--stall-cap"),
+        **vibration,
     )
     run_dir = serve(config, lambda line: click.echo(line, err=True), WarningSink())
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -95,3 +156,40 @@ def mount(
         f"{format_joules(d['energy_j'])}, {d['spin_cycles']} spin cycles"
     )
     click.echo(f"run: {run_dir}")
+
+
+def _vibration(
+    store: Path,
+    curve: str | None,
+    stimulus: str | None,
+    band: str | None,
+    at: float | None,
+    schedule: str | None,
+) -> dict[str, Any]:
+    """The curve and the stimulus source the options name (checked against each other and
+    the curve's range when the mount is checked)."""
+    from iowatt.emulate.vibration import load_schedule, resolve_curve
+    from iowatt.errors import ConfigError
+    from iowatt.sweep.stimulus import KINDS
+
+    sources = [flag for flag, v in (("--at", at), ("--schedule", schedule)) if v is not None]
+    if len(sources) > 1:
+        raise ConfigError(
+            f"{' and '.join(sources)} are two stimulus sources; the disk follows one",
+            "give --at VALUE or --schedule FILE|RUN",
+        )
+    if curve is None:
+        given = [f for f, v in (("--stimulus", stimulus), ("--band", band)) if v is not None]
+        if sources or given:
+            raise ConfigError(f"{(sources + given)[0]} needs a curve to follow", "add --curve REF")
+        return {}
+    if stimulus is not None and stimulus not in KINDS:
+        raise ConfigError(
+            f"--stimulus `{stimulus}` is not a stimulus", f"stimuli: {', '.join(KINDS)}"
+        )
+    found = resolve_curve(curve, store, stimulus, band)
+    return {
+        "curve": found,
+        "at": at,
+        "schedule": None if schedule is None else load_schedule(schedule, store, found),
+    }
