@@ -76,9 +76,10 @@ def run_curve_files(run_dir: Path, disk: str | None = None) -> list[Path]:
     wanted = run_dir / curve_filename(disk)
     if wanted in files:
         return [wanted]
+    names = disk_names(files)
     raise ConfigError(
-        f"run `{run_dir.name}` has no disk `{disk}`",
-        f"its disks: {', '.join(disk_names(files))}",
+        f"run `{run_dir.name}` has no disk `{disk}` (its disks: {', '.join(names)})",
+        f"give one of them: {run_dir.name}:{names[0]}",
     )
 
 
