@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use fuser::{ReplyData, ReplyWrite};
 use iowatt_metrics::Rng;
-use iowatt_sim::disk::{Charge, Discipline, Disk, DiskModel, Pace, Started, State};
+use iowatt_sim::disk::{Charge, Discipline, Disk, DiskModel, Started, State};
 
 /// What answers a request once the disk is done with it.
 pub trait Answer: Send + 'static {
@@ -326,20 +326,19 @@ impl<A: Answer> Drive<A> {
             Self::note(g, t, before);
             return;
         }
-        let pace = match &self.vibration {
-            Some(v) if g.speed < 1.0 && !v.tails.is_empty() => {
-                let at = g.stimuli.last().map_or(v.at, |s| s.value);
-                Pace {
-                    speed: g.speed,
-                    scale: v.scale(at, g.tail_rng.unit()),
-                }
-            }
-            _ => Pace {
-                speed: g.speed,
-                scale: 1.0,
-            },
+        let Inner {
+            disk,
+            stimuli,
+            tail_rng,
+            speed,
+            ..
+        } = g;
+        // A tail's draw only for a request that starts slowed: one draw per such request.
+        let scale = || match &self.vibration {
+            Some(v) => v.scale(stimuli.last().map_or(v.at, |s| s.value), tail_rng.unit()),
+            None => 1.0,
         };
-        let (_, started) = g.disk.start_next(&self.model, t, pace);
+        let (_, started) = disk.start_next(&self.model, t, *speed, scale);
         if let Some(s) = &started {
             g.due_ns = s.done_ns;
         }

@@ -82,22 +82,6 @@ struct Slice {
     idle_from: Option<u64>,
 }
 
-/// How much slower than its model a disk runs a request: at `speed` r (0..1] its service S
-/// takes S / r, and `scale` multiplies what that adds (a draw from a measured tail, mean 1).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Pace {
-    pub speed: f64,
-    pub scale: f64,
-}
-
-impl Pace {
-    /// The model's own pace.
-    pub const FULL: Pace = Pace {
-        speed: 1.0,
-        scale: 1.0,
-    };
-}
-
 /// Time spent in one state, from its start to the change that ended it, ns.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Span {
@@ -298,21 +282,23 @@ impl<R> Disk<R> {
     }
 
     /// Serves the next request from `now`: busy, the head moved past it, its rotational
-    /// position drawn, at `pace` ([`Pace::FULL`]: the model's). With nothing queued the disk
-    /// idles and no request is started.
+    /// position drawn. At `speed` r below 1 (a disk slowed by vibration) its service S takes
+    /// S / r, what that adds multiplied by `scale()` (a draw from a measured tail, mean 1; only
+    /// called then). With nothing queued the disk idles and no request is started.
     pub fn start_next(
         &mut self,
         model: &DiskModel,
         now: u64,
-        pace: Pace,
+        speed: f64,
+        scale: impl FnOnce() -> f64,
     ) -> (Span, Option<Started>) {
         let Some(q) = self.next_index(now).and_then(|i| self.queue.remove(i)) else {
             return (self.enter(now, State::Idle), None);
         };
         let span = self.enter(now, State::Busy);
         let mut charge = model.charge(self.head, q.offset, q.bytes, self.rng.unit());
-        if pace.speed != 1.0 {
-            charge.slowdown_s = (charge.model_s() / pace.speed - charge.model_s()) * pace.scale;
+        if speed != 1.0 {
+            charge.slowdown_s = (charge.model_s() / speed - charge.model_s()) * scale();
         }
         self.head = q.offset + q.bytes;
         self.serving = Some(q.tag);
@@ -385,7 +371,7 @@ mod tests {
         let mut d: Disk<u32> = Disk::new(Rng::new(7));
         let mut check = Rng::new(7);
         d.push(1, 1 << 30, 4096);
-        let (idle, started) = d.start_next(&m, 1_000, Pace::FULL);
+        let (idle, started) = d.start_next(&m, 1_000, 1.0, || 1.0);
         assert_eq!(
             (idle.state, idle.from_ns, idle.to_ns),
             (State::Idle, 0, 1_000)
@@ -405,12 +391,8 @@ mod tests {
             (Disk::new(Rng::new(2)), Disk::new(Rng::new(2)));
         slow.push(1, 5 << 30, 65536);
         full.push(1, 5 << 30, 65536);
-        let quarter = Pace {
-            speed: 0.25,
-            scale: 1.0,
-        };
-        let s = slow.start_next(&m, 0, quarter).1.unwrap();
-        let f = full.start_next(&m, 0, Pace::FULL).1.unwrap();
+        let s = slow.start_next(&m, 0, 0.25, || 1.0).1.unwrap();
+        let f = full.start_next(&m, 0, 1.0, || 1.0).1.unwrap();
         assert_eq!(s.charge.model_s(), f.charge.total_s());
         assert!((s.charge.total_s() - 4.0 * f.charge.total_s()).abs() < 1e-12);
         assert_eq!(f.charge.slowdown_s, 0.0);
@@ -421,7 +403,7 @@ mod tests {
         let m = model();
         let mut d: Disk<u32> = Disk::new(Rng::new(1)).with_discipline(Discipline::Elevator);
         d.push(0, 5_000_000, 4096);
-        let first = d.start_next(&m, 0, Pace::FULL).1.unwrap();
+        let first = d.start_next(&m, 0, 1.0, || 1.0).1.unwrap();
         assert_eq!(first.offset, 5_000_000);
         for (tag, offset) in [
             (1, 9_000_000),
@@ -432,7 +414,7 @@ mod tests {
             d.push(tag, offset, 4096);
         }
         let mut order = Vec::new();
-        while let (_, Some(s)) = d.start_next(&m, 0, Pace::FULL) {
+        while let (_, Some(s)) = d.start_next(&m, 0, 1.0, || 1.0) {
             order.push(s.offset);
         }
         assert_eq!(order, [6_000_000, 9_000_000, 1_000_000, 3_000_000]);
@@ -450,7 +432,7 @@ mod tests {
             d.push_from(stream, tag, 4096 * u64::from(tag), 4096);
         }
         let served = |d: &mut Disk<u32>, now| {
-            d.start_next(&m, now, Pace::FULL)
+            d.start_next(&m, now, 1.0, || 1.0)
                 .1
                 .map(|_| d.take_serving().unwrap())
         };

@@ -7,7 +7,7 @@ use iowatt_metrics::Rng;
 
 use super::cache::PageCache;
 use super::personality::{Extent, Personality};
-use crate::disk::{Disk, DiskModel, Pace, Span, State};
+use crate::disk::{Disk, DiskModel, Span, State};
 use crate::EventQueue;
 
 /// Requests at the array: arrival (ns from the trace's start), array offset and size in bytes.
@@ -172,7 +172,7 @@ impl<'a> Array<'a> {
     }
 
     fn start_next(&mut self, d: usize, now: u64) {
-        let (span, started) = self.disks[d].disk.start_next(self.model, now, Pace::FULL);
+        let (span, started) = self.disks[d].disk.start_next(self.model, now, 1.0, || 1.0);
         match started {
             None => {
                 self.charge(d, span, State::Idle);
