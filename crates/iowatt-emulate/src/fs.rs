@@ -203,6 +203,22 @@ impl EmulatedFs {
     }
 }
 
+/// Answers a request that makes a name: its attributes, or the error.
+fn entry(reply: ReplyEntry, made: Result<FileAttr, Errno>) {
+    match made {
+        Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+        Err(e) => reply.error(e),
+    }
+}
+
+/// Answers a request with nothing to return but whether it worked.
+fn done(reply: ReplyEmpty, result: Result<(), Errno>) {
+    match result {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(e),
+    }
+}
+
 impl EmulatedFs {
     /// A value written to `.iowatt/stimulus`: ENODATA without a curve, EPERM while a BMC is
     /// followed, ERANGE outside the curve, EINVAL for what is no number.
@@ -225,10 +241,7 @@ impl Filesystem for EmulatedFs {
         if let Some(a) = control::lookup(parent, name) {
             return reply.entry(&TTL, &a, Generation(0));
         }
-        match self.child(parent, name).and_then(|p| self.entry(&p)) {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        entry(reply, self.child(parent, name).and_then(|p| self.entry(&p)));
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -342,30 +355,23 @@ impl Filesystem for EmulatedFs {
             }
             self.entry(&path)
         };
-        match run() {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        entry(reply, run());
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self
-            .child(parent, name)
-            .and_then(|p| std::fs::remove_file(p).map_err(errno))
-        {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        let removed = self.child(parent, name);
+        done(
+            reply,
+            removed.and_then(|p| std::fs::remove_file(p).map_err(errno)),
+        );
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self
-            .child(parent, name)
-            .and_then(|p| std::fs::remove_dir(p).map_err(errno))
-        {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        let removed = self.child(parent, name);
+        done(
+            reply,
+            removed.and_then(|p| std::fs::remove_dir(p).map_err(errno)),
+        );
     }
 
     fn symlink(
@@ -381,10 +387,7 @@ impl Filesystem for EmulatedFs {
             std::os::unix::fs::symlink(target, &path).map_err(errno)?;
             self.entry(&path)
         };
-        match run() {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        entry(reply, run());
     }
 
     fn rename(
@@ -412,10 +415,7 @@ impl Filesystem for EmulatedFs {
             }
             Ok(())
         };
-        match run() {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        done(reply, run());
     }
 
     fn link(
@@ -431,10 +431,7 @@ impl Filesystem for EmulatedFs {
             std::fs::hard_link(from, &to).map_err(errno)?;
             self.entry(&to)
         };
-        match run() {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        entry(reply, run());
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -604,10 +601,7 @@ impl Filesystem for EmulatedFs {
             }
             .map_err(errno)
         });
-        match res {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        done(reply, res);
     }
 
     fn readdir(
@@ -713,9 +707,6 @@ impl Filesystem for EmulatedFs {
                 Err(last_errno())
             }
         });
-        match res {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        done(reply, res);
     }
 }
