@@ -10,53 +10,30 @@ files are open) and commits the counters the mount process journaled as an incom
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-DONE = "done"
+from iowatt import guardian
+
 JOURNAL = "journal.json"
 DIED = "the emulated disk's process died before it unmounted"
 
 
-class Guardian:
+class Guardian(guardian.Guardian):
     """The mount process's handle on its guardian."""
 
     def __init__(self, tmp: Path, run_id: str, mount: Path, report: bool) -> None:
-        argv = [sys.executable, "-m", "iowatt.emulate.guard", str(tmp), run_id, str(mount)]
-        self._proc = subprocess.Popen(
-            [*argv, *([] if report else ["--no-report"])],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-
-    def done(self) -> None:
-        """Unmounted and written: the guardian may go."""
-        self._write(DONE)
-        if self._proc.stdin is not None:
-            with contextlib.suppress(BrokenPipeError):
-                self._proc.stdin.close()
-        self._proc.wait()
-
-    def _write(self, line: str) -> None:
-        stdin = self._proc.stdin
-        if stdin is None or stdin.closed:
-            return
-        with contextlib.suppress(BrokenPipeError):
-            stdin.write(line + "\n")
-            stdin.flush()
+        flags = [] if report else ["--no-report"]
+        super().__init__("iowatt.emulate.guard", str(tmp), run_id, str(mount), *flags)
 
 
 def main(argv: list[str]) -> int:
     tmp, run_id, mount = Path(argv[0]), argv[1], Path(argv[2])
     report = "--no-report" not in argv
-    # Blocks until the mount process says it is done or its end of the pipe closes (it died);
-    # then whatever mount of iowatt's is left at MOUNT, live or stale, is taken down.
-    if sys.stdin.read().splitlines()[-1:] == [DONE]:
+    # Once the mount process is gone without saying it was done, whatever mount of iowatt's
+    # is left at MOUNT, live or stale, is taken down.
+    if guardian.parent_lines() is None:
         return 0
     from iowatt.emulate import mounts
 

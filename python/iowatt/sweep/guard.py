@@ -11,10 +11,8 @@ removes the throttle cgroup, and commits what the sweep had journaled as an inco
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -22,13 +20,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from iowatt import guardian
 from iowatt.sweep.drivers import DriverError, GuardPlan, retry, run_command
 
-DONE = "done"
 DIED = "the sweep process died before it finished"
 
 
-class Guardian:
+class Guardian(guardian.Guardian):
     """The sweep's handle on its guardian process.
 
     Started before the driver takes control (so it stays outside any throttle cgroup the
@@ -36,13 +34,8 @@ class Guardian:
     """
 
     def __init__(self, journal_dir: Path, report: bool) -> None:
-        argv = [sys.executable, "-m", "iowatt.sweep.guard", str(journal_dir)]
-        self._proc = subprocess.Popen(
-            [*argv, *([] if report else ["--no-report"])],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
+        super().__init__(
+            "iowatt.sweep.guard", str(journal_dir), *([] if report else ["--no-report"])
         )
 
     def arm(self, plan: GuardPlan) -> None:
@@ -51,34 +44,15 @@ class Guardian:
         # messages, the pipe itself is private to the two processes.
         env = payload.pop("env")
         payload["env_names"] = sorted(env)
-        self._write(json.dumps(payload))
+        self.write(json.dumps(payload))
         if env:
-            self._write(json.dumps(env))
-
-    def done(self) -> None:
-        """The sweep restored everything and wrote its run: the guardian may go."""
-        self._write(DONE)
-        if self._proc.stdin is not None:
-            with contextlib.suppress(BrokenPipeError):
-                self._proc.stdin.close()
-        self._proc.wait()
-
-    def _write(self, line: str) -> None:
-        stdin = self._proc.stdin
-        if stdin is None or stdin.closed:
-            return
-        try:
-            stdin.write(line + "\n")
-            stdin.flush()
-        except BrokenPipeError:
-            pass
+            self.write(json.dumps(env))
 
 
 def main(argv: list[str]) -> int:
     journal, report = Path(argv[0]), "--no-report" not in argv
-    # Blocks until the sweep says it is done or its end of the pipe closes (it died).
-    lines = sys.stdin.read().splitlines()
-    if lines and lines[-1] == DONE:
+    lines = guardian.parent_lines()
+    if lines is None:
         return 0
     ok = True
     if lines:
