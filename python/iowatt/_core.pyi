@@ -160,9 +160,12 @@ class Emulation:
         seed: int,
         page_cache: bool,
         scheduler: str = "fifo",
+        slice_s: float = 0.1,
+        idle_window_s: float = 0.008,
         curve: list[tuple[float, float]] | None = None,
         at: float | None = None,
         stall_cap_s: float = 30.0,
+        tails: list[tuple[float, list[float]]] | None = None,
     ) -> Emulation: ...
     def start(self) -> None: ...
     def cancel(self) -> None: ...

@@ -59,6 +59,10 @@ pub struct EmulatedFs {
     direct_io: bool,
     nodes: Mutex<Nodes>,
     open: Mutex<(HashMap<u64, Open>, u64)>,
+    /// A counter file's text as rendered for a reader at offset 0, by open handle: the rest of
+    /// the same read comes from it, so no reader sees half of one rendering and half of the
+    /// next.
+    rendered: Mutex<HashMap<u64, Vec<u8>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -112,6 +116,7 @@ impl EmulatedFs {
                 next: 2,
             }),
             open: Mutex::new((HashMap::new(), 1)),
+            rendered: Mutex::new(HashMap::new()),
         }
     }
 
@@ -220,6 +225,16 @@ fn done(reply: ReplyEmpty, result: Result<(), Errno>) {
 }
 
 impl EmulatedFs {
+    /// A counter file's text now.
+    fn render(&self, ino: INodeNo) -> String {
+        let d = &self.drive;
+        if ino == control::STREAMS {
+            control::streams(&d.streams())
+        } else {
+            control::read(ino, &d.counters(), d.model(), d.stimulus_range())
+        }
+    }
+
     /// A value written to `.iowatt/stimulus`: ENODATA without a curve, EPERM while a BMC is
     /// followed, ERANGE outside the curve, EINVAL for what is no number.
     fn set_stimulus(&self, data: &[u8]) -> Result<(), Errno> {
@@ -436,8 +451,11 @@ impl Filesystem for EmulatedFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if control::getattr(ino).is_some() {
-            // Counters are made afresh on each read: never cached.
-            return reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+            // Counters are rendered afresh for each read from the start: never cached.
+            let mut g = lock(&self.open);
+            let fh = g.1;
+            g.1 += 1;
+            return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
         }
         match self
             .path(ino)
@@ -484,15 +502,14 @@ impl Filesystem for EmulatedFs {
     ) {
         let arrived_ns = self.drive.now_ns();
         if control::getattr(ino).is_some() {
-            let d = &self.drive;
-            let text = if ino == control::STREAMS {
-                control::streams(&d.streams())
-            } else {
-                control::read(ino, &d.counters(), d.model(), d.stimulus_range())
-            };
+            let mut rendered = lock(&self.rendered);
+            if offset == 0 || !rendered.contains_key(&fh.0) {
+                rendered.insert(fh.0, self.render(ino).into_bytes());
+            }
+            let text = &rendered[&fh.0];
             let start = (offset as usize).min(text.len());
             let end = (start + size as usize).min(text.len());
-            return reply.data(&text.as_bytes()[start..end]);
+            return reply.data(&text[start..end]);
         }
         let (file, key) = match self.opened(fh) {
             Ok(f) => f,
@@ -581,6 +598,7 @@ impl Filesystem for EmulatedFs {
         reply: ReplyEmpty,
     ) {
         lock(&self.open).0.remove(&fh.0);
+        lock(&self.rendered).remove(&fh.0);
         reply.ok();
     }
 

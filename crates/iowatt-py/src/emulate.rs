@@ -184,7 +184,8 @@ fn counters_dict<'py>(
     py.import("json")?.call_method1("loads", (json,))
 }
 
-/// `{"ready": False}` until mounted, then the counters (`counters.json`'s keys) and ready.
+/// `{"ready": False}` until mounted, then the counters (`counters.json`'s keys), the mount's
+/// clock zero on CLOCK_MONOTONIC (`t0_ns`) and ready.
 fn progress_dict<'py>(
     py: Python<'py>,
     _: &Work,
@@ -195,6 +196,7 @@ fn progress_dict<'py>(
         (Some(c), Some(drive)) => {
             let counters = counters_dict(py, &c, drive.model(), drive.stimulus_range())?;
             d.update(counters.cast_into::<PyDict>()?.as_mapping())?;
+            d.set_item("t0_ns", drive.epoch_ns())?;
             d.set_item("ready", true)?;
         }
         _ => d.set_item("ready", false)?,

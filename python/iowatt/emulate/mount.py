@@ -180,14 +180,12 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
 
     def tick() -> None:
         nonlocal ready, player
-        before = time.monotonic_ns()
         p = disk.progress()
         if not p["ready"]:
             return
         if not ready:
             ready = True
-            # The mount's clock: its zero on CLOCK_MONOTONIC, within the read's few µs.
-            epoch_ns = (before + time.monotonic_ns()) // 2 - round(p["t_s"] * 1e9)
+            epoch_ns = p["t0_ns"]  # the mount's clock zero on CLOCK_MONOTONIC
             if config.schedule is not None:
                 player = Player(
                     config.schedule.rows[1:], config.speedup, epoch_ns, disk.set_stimulus, say
