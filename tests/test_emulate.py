@@ -14,49 +14,14 @@ from pathlib import Path
 import pytest
 
 from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
-from support.wait import stderr_lines, wait_for
-
-
-def mounted(path: Path) -> bool:
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == str(path) for line in f)
+from support.emulated import MountProcess as Mount
+from support.emulated import mount_dirs, mounted
+from support.wait import wait_for
 
 
 @pytest.fixture
 def dirs(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
-    backing, mount, results = tmp_path / "backing", tmp_path / "mount", tmp_path / "results"
-    backing.mkdir()
-    mount.mkdir()
-    yield backing, mount, results
-    # A failed test must not leave a mount under pytest's temporary directory.
-    if mounted(mount):
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-class Mount:
-    """`iowatt emulate mount` in the background, ready once it says so."""
-
-    def __init__(self, backing: Path, mount: Path, results: Path, *args: str) -> None:
-        self.mount = mount
-        self.proc = subprocess.Popen(
-            ["iowatt", "emulate", "mount", str(backing), str(mount), "--results", str(results),
-             "--no-report", *args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        self.err, self.reader = stderr_lines(self.proc)
-        wait_for(lambda: any("mounted at" in line for line in self.err), self.proc,
-                 what="the mount")  # fmt: skip
-
-    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
-        self.proc.send_signal(sig)
-        self.proc.wait(timeout=60)
-        # stderr is the reader thread's alone: communicate() would take lines from it.
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        with self.proc.stdout:
-            out = self.proc.stdout.read()
-        self.reader.join(timeout=10)
-        self.proc.stderr.close()
-        return self.proc.returncode, out, "".join(self.err)
+    yield from mount_dirs(tmp_path)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])

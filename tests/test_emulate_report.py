@@ -9,7 +9,6 @@ import mmap
 import os
 import re
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,39 +16,16 @@ import pytest
 
 from iowatt.units import format_duration, format_joules, format_ns, format_watts
 from support.cli import iowatt, manifest, runs_in, summary
-from support.wait import stderr_lines, wait_for
+from support.emulated import MountProcess, mount_dirs, mounted
+from support.wait import wait_for
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.slow]
 BLOCK = 4096
 
 
-def mounted(path: Path) -> bool:
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == str(path) for line in f)
-
-
 @pytest.fixture
 def dirs(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
-    if not os.path.exists("/dev/fuse"):
-        pytest.skip("no /dev/fuse")
-    backing, mount, results = tmp_path / "backing", tmp_path / "mount", tmp_path / "results"
-    backing.mkdir()
-    mount.mkdir()
-    yield backing, mount, results
-    if mounted(mount):  # a failed test leaves no mount behind
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def start(backing: Path, mount: Path, results: Path) -> tuple[subprocess.Popen[str], list[str]]:
-    """``iowatt emulate mount`` in the background (it writes its own report at the end), once
-    it says it is mounted."""
-    proc = subprocess.Popen(
-        ["iowatt", "emulate", "mount", str(backing), str(mount), "--results", str(results)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    err, _ = stderr_lines(proc)
-    wait_for(lambda: any("mounted at" in line for line in err), proc, what="the mount")
-    return proc, err
+    yield from mount_dirs(tmp_path)
 
 
 def do_io(mount: Path) -> None:
@@ -64,14 +40,6 @@ def do_io(mount: Path) -> None:
         os.close(fd)
 
 
-def stop(proc: subprocess.Popen[str], err: list[str], sig: int = signal.SIGTERM) -> str:
-    proc.send_signal(sig)
-    out, _ = proc.communicate(timeout=120)
-    if sig == signal.SIGTERM:
-        assert proc.returncode == 0, "".join(err)
-    return out
-
-
 def table(html: str, name: str) -> str:
     """The text of the table ``data-table=NAME``, one space between cells."""
     start = html.index(f'data-table="{name}"')
@@ -83,9 +51,10 @@ def test_the_report_leads_with_the_summary_s_numbers_and_draws_latency_states_an
     capsys: pytest.CaptureFixture[str], dirs: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
     backing, mount, results = dirs
-    proc, err = start(backing, mount, results)
+    m = MountProcess(backing, mount, results, report=True)
     do_io(mount)
-    out = stop(proc, err)
+    code, out, err = m.stop()
+    assert code == 0, err
     (run,) = runs_in(results)
     assert f"run: {run}" in out
     d = summary(run)["disk"]
@@ -131,15 +100,15 @@ def test_a_killed_mount_s_run_renders_its_counters_and_says_it_is_incomplete(
     capsys: pytest.CaptureFixture[str], dirs: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
     backing, mount, results = dirs
-    proc, err = start(backing, mount, results)
+    m = MountProcess(backing, mount, results, report=True)
     do_io(mount)
 
     def journaled() -> bool:
         found = list(results.glob(".tmp-*/journal.json"))
         return bool(found) and json.loads(found[0].read_text())["counters"]["read_ops"] >= 8
 
-    wait_for(journaled, proc, what="the journal")
-    stop(proc, err, signal.SIGKILL)
+    wait_for(journaled, m.proc, what="the journal")
+    m.stop(signal.SIGKILL)
     wait_for(lambda: not mounted(mount) and bool(runs_in(results)), what="the guardian")
     (run,) = runs_in(results)
     wait_for(lambda: (run / "report.html").exists(), what="the guardian's report")

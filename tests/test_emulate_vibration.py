@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +17,10 @@ import pytest
 from iowatt.emulate.vibration import load_schedule, resolve_curve
 from iowatt.errors import ConfigError
 from iowatt.sweep.profiles import interpolate, load_profiles
-from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
-from support.wait import stderr_lines, wait_for
+from support.cli import assert_user_error, iowatt, manifest, summary
+from support.emulated import MountProcess as Mount
+from support.emulated import mount_dirs, mounted
+from support.wait import wait_for
 
 pytestmark = [pytest.mark.needs_root]
 HIT_SATA_FAN = load_profiles()["hit-sata"].curves["fan"]
@@ -32,58 +32,9 @@ BLOCK = 65536
 LATE_S, EARLY_S = 0.15, 0.002
 
 
-def mounted(path: Path) -> bool:
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == str(path) for line in f)
-
-
 @pytest.fixture
 def dirs(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
-    backing, mount, results = tmp_path / "backing", tmp_path / "mount", tmp_path / "results"
-    backing.mkdir()
-    mount.mkdir()
-    yield backing, mount, results
-    if mounted(mount):
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-class Mount:
-    """`iowatt emulate mount` in the background, ready once it says so."""
-
-    def __init__(self, backing: Path, mount: Path, results: Path, *args: str) -> None:
-        self.mount = mount
-        self.proc = subprocess.Popen(
-            ["iowatt", "emulate", "mount", str(backing), str(mount), "--results", str(results),
-             "--no-report", *args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        self.err, self.reader = stderr_lines(self.proc)
-        wait_for(lambda: any("mounted at" in line for line in self.err), self.proc,
-                 what="the mount")  # fmt: skip
-
-    def control(self, name: str) -> str:
-        # One read(2): each read renders the file afresh.
-        fd = os.open(self.mount / ".iowatt" / name, os.O_RDONLY)
-        try:
-            return os.read(fd, 1 << 16).decode().strip()
-        finally:
-            os.close(fd)
-
-    def stop(self) -> Path:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=60)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        with self.proc.stdout:
-            self.proc.stdout.read()
-        self.reader.join(timeout=10)
-        self.proc.stderr.close()
-        assert self.proc.returncode == 0, "".join(self.err)
-        (run,) = runs_in(self.results)
-        return run
-
-    @property
-    def results(self) -> Path:
-        return Path(self.proc.args[self.proc.args.index("--results") + 1])  # type: ignore[union-attr]
+    yield from mount_dirs(tmp_path)
 
 
 def write_blocks(path: Path, n: int) -> None:
@@ -123,7 +74,7 @@ def test_each_request_is_charged_s_over_r_at_the_value_in_force_when_it_started(
         assert f"stimulus {value}" in r.out
         assert float(m.control("stimulus")) == float(value)
         write_blocks(mount / f"f{value}", 6)
-    run = m.stop()
+    run = m.finish()
     set_at = stimuli(run)
     assert [v for _, v in set_at] == [80, 65, 100, 0], "the mount's value, then each `set`"
     assert set_at[0][0] == 0
@@ -161,7 +112,7 @@ def test_schedule_rows_apply_at_their_times_over_speedup_and_a_set_holds_until_t
     r = iowatt(capsys, "emulate", "set", mount, "90")
     assert r.code == 0, r.err
     wait_for(lambda: float(m.control("stimulus")) == 100, m.proc, what="the last row")
-    run = m.stop()
+    run = m.finish()
     set_at = stimuli(run)
     assert [v for _, v in set_at] == [50, 60, 90, 80, 100], "a set holds until the next row"
     rows = {60: 1.0, 80: 2.0, 100: 3.0}  # the CSV's times ÷ --speedup 4
@@ -289,8 +240,8 @@ def test_set_is_refused_in_one_line_outside_the_curve_and_without_one(
     assert_user_error(iowatt(capsys, "emulate", "set", mount, "101"), "101", "0..100")
     assert_user_error(iowatt(capsys, "emulate", "set", mount, "fast"), "`fast`", "not a number")
     assert float(m.control("stimulus")) == 70, "nothing changed"
-    run = m.stop()
+    run = m.finish()
     assert [v for _, v in stimuli(run)] == [70]
     m = Mount(backing, mount, results / "plain")
     assert_user_error(iowatt(capsys, "emulate", "set", mount, "50"), "has no curve")
-    m.stop()
+    m.finish()

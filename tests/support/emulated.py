@@ -5,6 +5,8 @@ state change) to check a recording against."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +19,8 @@ import pytest
 import tomllib
 
 from iowatt._engine import Emulation
+from support.cli import runs_in
+from support.wait import stderr_lines, wait_for
 
 
 @dataclass
@@ -77,3 +81,62 @@ def emulated_disk(
         if not e.wait(timeout_s):
             pytest.fail(f"the emulated disk at {mount} did not unmount in {timeout_s} s")
     disk.result = e.result()
+
+
+def mounted(path: Path) -> bool:
+    """Whether ``path`` is a mount point (live or stale) in /proc/self/mountinfo."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == str(path) for line in f)
+
+
+def mount_dirs(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
+    """BACKING, an empty MOUNT and RESULTS under ``tmp_path`` (a fixture's body): a mount a
+    failed test left there is taken down lazily after it."""
+    backing, mount, results = tmp_path / "backing", tmp_path / "mount", tmp_path / "results"
+    backing.mkdir()
+    mount.mkdir()
+    yield backing, mount, results
+    if mounted(mount):
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+class MountProcess:
+    """`iowatt emulate mount BACKING MOUNT --results RESULTS ARGS` in the background (with
+    --no-report unless ``report``), ready once it says so."""
+
+    def __init__(
+        self, backing: Path, mount: Path, results: Path, *args: str, report: bool = False
+    ) -> None:
+        self.mount, self.results = mount, results
+        quiet = [] if report else ["--no-report"]
+        self.proc = subprocess.Popen(
+            ["iowatt", "emulate", "mount", str(backing), str(mount), "--results", str(results),
+             *quiet, *args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.err, self.reader = stderr_lines(self.proc)
+        wait_for(lambda: any("mounted at" in line for line in self.err), self.proc,
+                 what="the mount")  # fmt: skip
+
+    def control(self, name: str) -> str:
+        """A counter file under MOUNT/.iowatt, stripped."""
+        return (self.mount / ".iowatt" / name).read_text().strip()
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
+        """Sends ``sig`` and waits: exit code, stdout, stderr."""
+        self.proc.send_signal(sig)
+        self.proc.wait(timeout=60)
+        # stderr is the reader thread's alone: communicate() would take lines from it.
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        with self.proc.stdout:
+            out = self.proc.stdout.read()
+        self.reader.join(timeout=10)
+        self.proc.stderr.close()
+        return self.proc.returncode, out, "".join(self.err)
+
+    def finish(self) -> Path:
+        """Stops it as Ctrl-C would and returns its run, which must be its only one."""
+        code, _, err = self.stop()
+        assert code == 0, err
+        (run,) = runs_in(self.results)
+        return run
