@@ -4,6 +4,7 @@ how it ends — Ctrl-C, SIGTERM, SIGHUP, SIGKILL — and that no mount is ever l
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
@@ -155,3 +157,29 @@ def test_a_mount_that_served_nothing_still_writes_its_run(dirs: tuple[Path, Path
     d = summary(run)["disk"]
     assert d["requests"] == 0 and d["latency_ns"]["p99"] == 0
     assert d["energy_j"] > 0, "an idle disk draws its idle watts"
+
+
+def test_cfq_gives_each_reader_its_slice_and_counts_it_in_streams_json(
+    dirs: tuple[Path, Path, Path],
+) -> None:
+    backing, mount, results = dirs
+    (backing / "f").write_bytes(b"z" * (8 << 20))
+    m = Mount(backing, mount, results, "--scheduler", "cfq", "--slice", "100ms")
+    readers = [
+        subprocess.Popen(["dd", f"if={mount}/f", "of=/dev/null", "bs=64k", "count=30",
+                          f"skip={64 * half}", "iflag=direct"], stderr=subprocess.DEVNULL)
+        for half in (0, 1)
+    ]  # fmt: skip
+    assert [r.wait(timeout=60) for r in readers] == [0, 0]
+    streams = json.loads((mount / ".iowatt" / "streams.json").read_text())
+    by_pid = {int(pid): c["read_ops"] for pid, c in streams.items()}
+    assert {r.pid: by_pid.get(r.pid) for r in readers} == {r.pid: 30 for r in readers}
+    code, _, err = m.stop()
+    assert code == 0, err
+    (run,) = runs_in(results)
+    served = pq.read_table(run / "disk_requests.parquet").to_pylist()
+    order = [r["stream"] for r in served if not r["write"]]
+    switches = sum(a != b for a, b in itertools.pairwise(order))
+    # 30 reads of a few ms each take about two slices per reader, not 60 turns.
+    assert switches <= 8, order
+    assert manifest(run)["config"]["slice_s"] == 0.1

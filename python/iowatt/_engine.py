@@ -702,7 +702,8 @@ class Emulation(_EngineJob):
     cancelled, then answers what is queued and unmounts; :meth:`progress` has the counters
     (``ready`` once mounted), :meth:`result` every request's charge, the state changes and the
     stimuli set. With ``curve`` ((stimulus, r) points, ascending) each request is charged S / r
-    at the stimulus in force when it starts, ``at`` at the mount (default: the first point)."""
+    at the stimulus in force when it starts, ``at`` at the mount (default: the first point).
+    ``scheduler`` is ``fifo``, ``elevator`` or ``cfq`` (with ``slice_s`` and ``idle_window_s``)."""
 
     _run: _core.Emulation
 
@@ -717,6 +718,8 @@ class Emulation(_EngineJob):
         seed: int,
         page_cache: bool,
         scheduler: str = "fifo",
+        slice_s: float = 0.1,
+        idle_window_s: float = 0.008,
         curve: Sequence[tuple[float, float]] | None = None,
         at: float | None = None,
         stall_cap_s: float = 30.0,
@@ -733,6 +736,8 @@ class Emulation(_EngineJob):
                 seed=seed,
                 page_cache=page_cache,
                 scheduler=scheduler,
+                slice_s=slice_s,
+                idle_window_s=idle_window_s,
                 curve=points,
                 at=at,
                 stall_cap_s=stall_cap_s,

@@ -47,6 +47,9 @@ class MountConfig:
     labels: dict[str, str] = field(default_factory=dict)
     report: bool = True
     scheduler: str = "fifo"
+    # CFQ's: one process's slice, and how long the disk idles for its next request.
+    slice_s: float = 0.1
+    idle_window_s: float = 0.008
     curve: StimulusCurve | None = None
     at: float | None = None
     schedule: Schedule | None = None
@@ -66,7 +69,7 @@ class MountConfig:
         return self.curve.low
 
 
-SCHEDULERS = ("fifo", "elevator")
+SCHEDULERS = ("fifo", "elevator", "cfq")
 
 
 def check(config: MountConfig) -> dict[str, Any]:
@@ -115,6 +118,9 @@ def _check_vibration(config: MountConfig) -> None:
             f"--scheduler `{config.scheduler}` is not a scheduler",
             f"schedulers: {', '.join(SCHEDULERS)}",
         )
+    for option, value in (("--slice", config.slice_s), ("--idle-window", config.idle_window_s)):
+        if not (0 < value < math.inf):
+            raise ConfigError(f"{option} `{value:g}s` must be above 0", "e.g. 100ms and 8ms")
     if not (0 < config.stall_cap_s < math.inf):
         raise ConfigError(f"--stall-cap `{config.stall_cap_s:g}s` must be above 0", "e.g. 30s")
     if not (0 < config.speedup < math.inf):
@@ -167,6 +173,8 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
         seed=config.seed,
         page_cache=config.page_cache,
         scheduler=config.scheduler,
+        slice_s=config.slice_s,
+        idle_window_s=config.idle_window_s,
         curve=None if config.curve is None else list(config.curve.points),
         at=config.start_at,
         stall_cap_s=config.stall_cap_s,
@@ -256,6 +264,8 @@ def _settings(config: MountConfig) -> dict[str, Any]:
         "spin_down_s": config.spin_down_s,
         "page_cache": config.page_cache,
         "scheduler": config.scheduler,
+        "slice_s": config.slice_s if config.scheduler == "cfq" else None,
+        "idle_window_s": config.idle_window_s if config.scheduler == "cfq" else None,
         "curve": None if config.curve is None else config.curve.as_dict(),
         "at": config.start_at,
         "schedule": None

@@ -18,22 +18,17 @@ from iowatt.store.schemas import EMULATE_REQUEST_SCHEMA, INTERVAL_SCHEMA, event_
 
 INTERVAL_NS = 1_000_000_000
 WORKLOAD = "disk"
-_U64 = ("arrived_ns", "started_ns", "done_ns", "offset", "bytes", "write", "drained", "failed")
+_U64 = (
+    "arrived_ns", "started_ns", "done_ns", "offset", "bytes", "write", "drained", "failed", "stream"
+)  # fmt: skip
 _F64 = ("overhead_s", "seek_s", "rotation_s", "transfer_s", "slowdown_s")
 
 
 def columns(result: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The engine's column buffers as arrays (times in ns from the mount)."""
     c = result["columns"]
-
-    def column(name: str, dtype: str) -> np.ndarray:
-        # A column the engine does not give (an older extension): zeros.
-        if name not in c:
-            return np.zeros(len(c["done_ns"]) // 8, dtype=dtype)
-        return np.frombuffer(c[name], dtype=dtype)
-
-    out: dict[str, np.ndarray] = {k: column(k, "<u8") for k in _U64}
-    out.update({k: column(k, "<f8") for k in _F64})
+    out: dict[str, np.ndarray] = {k: np.frombuffer(c[k], dtype="<u8") for k in _U64}
+    out.update({k: np.frombuffer(c[k], dtype="<f8") for k in _F64})
     return out
 
 
@@ -57,6 +52,7 @@ def request_table(run_id: str, cols: Mapping[str, np.ndarray]) -> pa.Table:
             "slowdown_s": cols["slowdown_s"],
             "drained": cols["drained"].astype(bool),
             "failed": cols["failed"].astype(bool),
+            "stream": cols["stream"].astype(np.int64),
         },
         schema=EMULATE_REQUEST_SCHEMA,
     )

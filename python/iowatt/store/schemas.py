@@ -384,6 +384,8 @@ EMULATE_REQUEST_SCHEMA = pa.schema(
         ("slowdown_s", pa.float64()),
         ("drained", pa.bool_()),
         ("failed", pa.bool_()),
+        # The thread that asked (FUSE's pid): a stream of --scheduler cfq.
+        ("stream", pa.int64()),
     ]
 )
 VIEW_SCHEMAS["disk_requests"] = EMULATE_REQUEST_SCHEMA

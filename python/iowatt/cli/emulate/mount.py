@@ -44,8 +44,25 @@ from iowatt.units import format_duration, format_joules, parse_duration, parse_l
     "--scheduler",
     default="fifo",
     show_default=True,
-    metavar="fifo|elevator",
-    help="How the disk picks its next request: arrival order, or by position (C-LOOK).",
+    metavar="fifo|elevator|cfq",
+    help="How the disk picks its next request: arrival order, by position (C-LOOK), or one"
+    " process at a time for --slice, idling --idle-window for its next request (CFQ).",
+)
+@click.option(
+    "--slice",
+    "slice_",
+    default="100ms",
+    show_default=True,
+    metavar="DURATION",
+    help="With --scheduler cfq: how long one process has the disk.",
+)
+@click.option(
+    "--idle-window",
+    default="8ms",
+    show_default=True,
+    metavar="DURATION",
+    help="With --scheduler cfq: how long the disk waits for the process's next request"
+    " (CFQ's slice_idle).",
 )
 @click.option(
     "--curve",
@@ -95,6 +112,8 @@ def mount(
     seed: int,
     page_cache: bool,
     scheduler: str,
+    slice_: str,
+    idle_window: str,
     curve: str | None,
     stimulus: str | None,
     band: str | None,
@@ -140,6 +159,8 @@ def mount(
         labels=parse_labels(labels),
         report=not no_report,
         scheduler=scheduler,
+        slice_s=parse_duration(slice_, "--slice"),
+        idle_window_s=parse_duration(idle_window, "--idle-window"),
         speedup=speedup,
         stall_cap_s=parse_duration(stall_cap, "--stall-cap"),
         **vibration,
