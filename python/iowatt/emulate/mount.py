@@ -20,6 +20,7 @@ from typing import Any
 
 from iowatt import _engine
 from iowatt.emulate import mounts
+from iowatt.emulate.bmc import BmcFollow, DutyReader, Follower
 from iowatt.emulate.guard import JOURNAL, Guardian
 from iowatt.emulate.vibration import Player, Schedule, StimulusCurve
 from iowatt.errors import ConfigError, IowattError, TargetError
@@ -55,6 +56,8 @@ class MountConfig:
     schedule: Schedule | None = None
     speedup: float = 1.0
     stall_cap_s: float = 30.0
+    # --at-from bmc: the BMC whose fan duty the stimulus follows.
+    bmc: BmcFollow | None = None
 
     @property
     def start_at(self) -> float | None:
@@ -70,6 +73,7 @@ class MountConfig:
 
 
 SCHEDULERS = ("fifo", "elevator", "cfq")
+_COUNT = {2: "two", 3: "three"}
 
 
 def check(config: MountConfig) -> dict[str, Any]:
@@ -125,17 +129,31 @@ def _check_vibration(config: MountConfig) -> None:
         raise ConfigError(f"--stall-cap `{config.stall_cap_s:g}s` must be above 0", "e.g. 30s")
     if not (0 < config.speedup < math.inf):
         raise ConfigError(f"--speedup `{config.speedup:g}` must be above 0", "e.g. --speedup 24")
-    if config.at is not None and config.schedule is not None:
+    given = [
+        flag
+        for flag, v in (("--at", config.at), ("--schedule", config.schedule),
+                        ("--at-from bmc", config.bmc))
+        if v is not None
+    ]  # fmt: skip
+    if len(given) > 1:
         raise ConfigError(
-            "--at and --schedule are two stimulus sources; the disk follows one",
-            "give --at VALUE or --schedule FILE|RUN",
+            f"{' and '.join(given)} are {_COUNT[len(given)]} stimulus sources; the disk"
+            " follows one",
+            "give --at VALUE, --schedule FILE|RUN or --at-from bmc",
         )
     curve = config.curve
     if curve is None:
-        if config.at is not None or config.schedule is not None:
-            flag = "--at" if config.at is not None else "--schedule"
-            raise ConfigError(f"{flag} needs a curve to follow", "add --curve REF")
+        if given:
+            raise ConfigError(f"{given[0]} needs a curve to follow", "add --curve REF")
         return
+    if config.bmc is not None:
+        config.bmc.check()
+        if curve.kind != "fan":
+            raise ConfigError(
+                f"--at-from bmc follows a fan duty; the curve is a {curve.kind} curve",
+                "give a fan curve (--curve REF of a fan sweep, or a profile's fan curve)",
+            )
+        DutyReader(config.bmc, 1.0)  # checks the connection's options
     if config.at is not None:
         curve.check(config.at, "--at")
     if config.schedule is not None:
@@ -185,9 +203,10 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
     journal = _Journal(writer, anchor, config, settings)
     ready = False
     player: Player | None = None
+    follower: Follower | None = None
 
     def tick() -> None:
-        nonlocal ready, player
+        nonlocal ready, player, follower
         p = disk.progress()
         if not p["ready"]:
             return
@@ -199,10 +218,20 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
                     config.schedule.rows[1:], config.speedup, epoch_ns, disk.set_stimulus, say
                 )
                 player.start()
+            if config.bmc is not None and config.curve is not None:
+                # Locked from the mount on: `iowatt emulate set` is refused before the BMC's
+                # first answer too.
+                disk.follow(config.curve.low, True)
+                follower = Follower(
+                    config.bmc, lambda v: disk.follow(v, True), say, config.curve.unit
+                )
+                follower.start()
             say(
                 f"{config.model_name} ({model['label']}) mounted at {config.mount}, files in"
                 f" {config.backing}{_vibration_text(config)}; Ctrl-C unmounts"
             )
+        if follower is not None:
+            follower.check()
         t = time.monotonic_ns()
         board().readings([CHANNEL], {"mono_ns": [t], "channel": [0], "value": [p["energy_j"]]})
         if config.curve is not None and p.get("stimulus") is not None:
@@ -220,15 +249,18 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
     except IowattError as e:
         failure = e
     except BaseException:
-        if player is not None:
-            player.stop()
+        for source in (player, follower):
+            if source is not None:
+                source.stop()
         guardian.done()
         writer.abandon()
         raise
-    if player is not None:
-        player.stop()
+    for source in (player, follower):
+        if source is not None:
+            source.stop()
     board().end()
-    run_dir = _write(writer, disk, model, config, settings, anchor, failure, sink, say)
+    extra = [] if follower is None else follower.events
+    run_dir = _write(writer, disk, model, config, settings, anchor, failure, sink, say, extra)
     guardian.done()
     if failure is not None:
         raise failure
@@ -241,6 +273,10 @@ def _vibration_text(config: MountConfig) -> str:
         return ""
     if config.schedule is not None:
         source = f"following {config.schedule.source} at ×{config.speedup:g}"
+    elif config.bmc is not None:
+        b = config.bmc
+        host = b.bmc.options.get("host", "the local BMC")
+        source = f"following the fan duty of {host} ({b.reads}, every {b.poll_s:g} s)"
     else:
         source = f"at {config.start_at:g} {curve.unit}"
         if config.at is None:
@@ -273,6 +309,8 @@ def _settings(config: MountConfig) -> dict[str, Any]:
         else {"source": config.schedule.source, "rows": len(config.schedule.rows)},
         "speedup": config.speedup if config.schedule is not None else None,
         "stall_cap_s": config.stall_cap_s if config.curve is not None else None,
+        "at_from": None if config.bmc is None else "bmc",
+        "bmc": None if config.bmc is None else config.bmc.describe(),
     }
 
 
@@ -317,10 +355,12 @@ def _write(
     failure: IowattError | None,
     sink: WarningSink,
     say: Callable[[str], None],
+    extra_events: list[dict[str, Any]] | None = None,
 ) -> Path:
     started_ns = anchor[0]
     from iowatt.emulate import record
     from iowatt.store.catalog import publish
+    from iowatt.store.schemas import event_table
 
     (writer.tmp / JOURNAL).unlink(missing_ok=True)
     try:
@@ -341,13 +381,26 @@ def _write(
         raise
     if result["lazy_unmount"]:
         say(f"files under {config.mount} are still open: it is detached, gone once they close")
+    if config.bmc is not None:
+        # The lock taken at the mount set again the value in force then: not a change.
+        stimuli = result["stimuli"]
+        kept = [x for i, x in enumerate(stimuli) if i == 0 or x[1] != stimuli[i - 1][1]]
+        result = {**result, "stimuli": kept}
     cols = record.columns(result)
     t0 = result["t0_ns"]
     end_ns = round(result["counters"]["t_s"] * 1e9)
     writer.write_table("disk_requests.parquet", record.request_table(writer.run_id, cols))
     writer.write_table("intervals.parquet", record.interval_table(writer.run_id, t0, end_ns, cols))
     events = record.events(writer.run_id, t0, result["changes"], result["stimuli"], config.curve)
+    if extra_events:
+        # The BMC's silences and returns beside the stimuli it set, in time order.
+        rows = sorted([*events.to_pylist(), *extra_events], key=lambda e: e["mono_ns"])
+        events = event_table(writer.run_id, t0, rows)
     writer.write_table("events.parquet", events)
+    vibration = record.vibration_summary(result, cols, settings)
+    if vibration is not None and config.bmc is not None:
+        vibration["source"] = "bmc"
+
     writer.finish(
         KIND,
         None if failure is None else failure.message,
@@ -358,7 +411,7 @@ def _write(
         summary={
             "disk": record.summary(result, cols, model),
             "model": dict(model),
-            "vibration": record.vibration_summary(result, cols, settings),
+            "vibration": vibration,
         },
         clock_anchor=anchor,
     )

@@ -10,7 +10,9 @@ The built-in templates (``--vendor``) are the widely published ones:
 - ``supermicro`` (X10 and later): ``raw 0x30 0x45 0x00`` reads the fan mode, ``raw 0x30 0x45
   0x01 0x01`` selects "full" (the mode in which zone duties hold), ``raw 0x30 0x70 0x66 0x01
   ZONE DUTY`` sets zones 0 (CPU) and 1 (peripheral); the mode read first is set back at the
-  end. Duty is 0..100 (X9 boards used 0..255: give your own template there).
+  end; ``raw 0x30 0x70 0x66 0x00 0x00`` reads zone 0's duty back (``read_duty``, what
+  ``iowatt emulate mount --at-from bmc`` follows). Duty is 0..100 (X9 boards used 0..255:
+  give your own template there).
 - ``generic``: your own ``--set`` template of ipmitool arguments (``{value}`` is the duty,
   ``{value:#04x}`` the same as a hex byte), with ``--reset`` giving control back.
 
@@ -49,12 +51,15 @@ IPMI_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class Vendor:
-    """ipmitool argument templates; ``{value}`` is the duty in %, ``{mode}`` the mode read."""
+    """ipmitool argument templates; ``{value}`` is the duty in %, ``{mode}`` the mode read;
+    ``read_duty`` reads back the duty the fans run at (one hex byte, %) where the vendor has a
+    command for it."""
 
     take: list[str] = field(default_factory=list)
     set: list[str] = field(default_factory=list)
     restore: list[str] = field(default_factory=list)
     read_mode: str | None = None
+    read_duty: str | None = None
 
 
 VENDORS: dict[str, Vendor] = {
@@ -71,6 +76,7 @@ VENDORS: dict[str, Vendor] = {
         ],
         restore=["raw 0x30 0x45 0x01 {mode:#04x}"],
         read_mode="raw 0x30 0x45 0x00",
+        read_duty="raw 0x30 0x70 0x66 0x00 0x00",
     ),
     "generic": Vendor(),
 }

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from iowatt.cli.serve_options import served
 from iowatt.units import format_duration, format_joules, parse_duration, parse_labels
+
+if TYPE_CHECKING:
+    from iowatt.emulate.bmc import BmcFollow
 
 
 @click.command("mount")
@@ -92,6 +95,42 @@ from iowatt.units import format_duration, format_joules, parse_duration, parse_l
     help="Replay the --schedule this many times faster.",
 )
 @click.option(
+    "--at-from",
+    metavar="bmc",
+    help="Follow a source's stimulus: `bmc`, the fan duty a BMC runs at (--bmc, --vendor).",
+)
+@click.option(
+    "--bmc",
+    metavar="OPTIONS",
+    help="--at-from bmc: the BMC, as `iowatt sweep` takes it, e.g."
+    " host=10.0.0.5,user=admin,password-env=BMC_PW.",
+)
+@click.option(
+    "--vendor",
+    metavar="dell|supermicro|generic",
+    help="--at-from bmc: supermicro reads zone 0's duty back; the others need --fan-rpm.",
+)
+@click.option(
+    "--fan-rpm",
+    metavar="SENSOR=LOW..HIGH",
+    help="--at-from bmc: read the duty from this SDR tachometer, LOW rpm at 0 %, HIGH at 100 %,"
+    " e.g. FAN1=600..10200.",
+)
+@click.option(
+    "--poll",
+    default="1s",
+    show_default=True,
+    metavar="DURATION",
+    help="--at-from bmc: how often the BMC is asked.",
+)
+@click.option(
+    "--stale",
+    default="10s",
+    show_default=True,
+    metavar="DURATION",
+    help="--at-from bmc: a BMC silent this long is said to be; the last value holds.",
+)
+@click.option(
     "--stall-cap",
     default="30s",
     show_default=True,
@@ -120,6 +159,12 @@ def mount(
     at: float | None,
     schedule: str | None,
     speedup: float,
+    at_from: str | None,
+    bmc: str | None,
+    vendor: str | None,
+    fan_rpm: str | None,
+    poll: str,
+    stale: str,
     stall_cap: str,
     labels: tuple[str, ...],
     results: Path | None,
@@ -133,19 +178,34 @@ def mount(
     SIGHUP answers what is queued, unmounts and writes an `emulate` run.
 
     With --curve each request takes S / r, r the curve's value at the stimulus in force when it
-    starts: --at VALUE, a --schedule, or `iowatt emulate set MOUNT VALUE` while mounted.
+    starts: --at VALUE, a --schedule, `iowatt emulate set MOUNT VALUE` while mounted, or
+    --at-from bmc: the fan duty a BMC runs at, read every --poll (read only: no fan is set).
 
     \b
       iowatt emulate mount /srv/data /mnt/hdd --disk-model ultrastar-36z15 --spin-down 10s
       iowatt bench randomread --directio --target /mnt/hdd --power emulated:path=/mnt/hdd
       iowatt emulate mount /srv/data /mnt/hdd --curve latest --at 80
       iowatt emulate mount /srv/data /mnt/hdd --curve hit-sata --schedule fans.csv --speedup 24
+      iowatt emulate mount /srv/data /mnt/hdd --curve hit-sata --at-from bmc \
+          --bmc host=10.0.0.5,user=admin,password-env=BMC_PW --vendor supermicro
     """
     from iowatt.emulate.mount import MountConfig, serve
+    from iowatt.errors import ConfigError
     from iowatt.store.runs import results_dir
     from iowatt.warnings import WarningSink
 
     store = results_dir(results)
+    follow = _follow(at_from, bmc, vendor, fan_rpm, poll, stale)
+    sources = [f for f, v in (("--at", at), ("--schedule", schedule), ("--at-from bmc", follow))
+               if v is not None]  # fmt: skip
+    if len(sources) > 1:
+        raise ConfigError(
+            f"{' and '.join(sources)} are {('two', 'three')[len(sources) - 2]} stimulus sources;"
+            " the disk follows one",
+            "give --at VALUE, --schedule FILE|RUN or --at-from bmc",
+        )
+    if follow is not None and curve is None:
+        raise ConfigError("--at-from bmc needs a curve to follow", "add --curve REF")
     vibration = _vibration(store, curve, stimulus, band, at, schedule)
     config = MountConfig(
         backing=backing,
@@ -163,6 +223,7 @@ def mount(
         idle_window_s=parse_duration(idle_window, "--idle-window"),
         speedup=speedup,
         stall_cap_s=parse_duration(stall_cap, "--stall-cap"),
+        bmc=follow,
         **vibration,
     )
     run_dir = serve(config, lambda line: click.echo(line, err=True), WarningSink())
@@ -214,3 +275,49 @@ def _vibration(
         "at": at,
         "schedule": None if schedule is None else load_schedule(schedule, store, found),
     }
+
+
+def _follow(
+    at_from: str | None,
+    bmc: str | None,
+    vendor: str | None,
+    fan_rpm: str | None,
+    poll: str,
+    stale: str,
+) -> BmcFollow | None:
+    """``--at-from bmc`` and its options (checked against the curve with the mount)."""
+    from iowatt.emulate.bmc import SOURCES, BmcFollow, parse_bmc, parse_fan_rpm
+    from iowatt.errors import ConfigError
+
+    if at_from is None:
+        given = [f for f, v in (("--bmc", bmc), ("--vendor", vendor), ("--fan-rpm", fan_rpm))
+                 if v is not None]  # fmt: skip
+        if given:
+            raise ConfigError(f"{given[0]} belongs to --at-from bmc", "add --at-from bmc")
+        return None
+    if at_from not in SOURCES:
+        raise ConfigError(
+            f"--at-from `{at_from}` is not a source to follow",
+            f"sources: {', '.join(SOURCES)} (--at VALUE or --schedule FILE|RUN for the others)",
+        )
+    if bmc is None:
+        raise ConfigError(
+            "--at-from bmc needs --bmc", "e.g. --bmc host=10.0.0.5,user=admin,password-env=BMC_PW"
+        )
+    rpm = None if fan_rpm is None else parse_fan_rpm(fan_rpm)
+    if vendor is None:
+        if rpm is None:
+            raise ConfigError(
+                "--at-from bmc needs --vendor (supermicro reads the duty back) or --fan-rpm",
+                "e.g. --vendor supermicro, or --vendor dell --fan-rpm FAN1=600..10200",
+            )
+        vendor = "generic"
+    follow = BmcFollow(
+        bmc=parse_bmc(bmc),
+        vendor=vendor,
+        poll_s=parse_duration(poll, "--poll"),
+        stale_s=parse_duration(stale, "--stale"),
+        fan_rpm=rpm,
+    )
+    follow.check()
+    return follow
