@@ -14,6 +14,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from iowatt.errors import ConfigError, IowattError
+from iowatt.errors import ConfigError, IowattError, TargetError
 from iowatt.power.sources import SourceSpec, parse_source
 from iowatt.sweep.ipmi_fan import IPMI_TIMEOUT_S, VENDORS
 
@@ -140,6 +141,11 @@ class DutyReader:
         cl = ipmitool_command({"name": bmc.name, "kind": "ipmi", "hz": 1.0,
                                "ipmitool": "ipmitool", **bmc.options})  # fmt: skip
         self.prefix: list[str] = [cl["program"], *cl["args"]]
+        if shutil.which(self.prefix[0]) is None:
+            raise TargetError(
+                f"`{self.prefix[0]}` is missing: the BMC is read through it",
+                "install it: apt-get install ipmitool",
+            )
         self.env = {**os.environ}
         if cl["password"] is not None:
             self.env["IPMI_PASSWORD"] = cl["password"]
@@ -183,10 +189,13 @@ class DutyReader:
         with self._lock:
             if self._closed:
                 raise IowattError("the BMC follower has stopped", None)
-            self._proc = subprocess.Popen(
-                argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True, start_new_session=True,
-            )  # fmt: skip
+            try:
+                self._proc = subprocess.Popen(
+                    argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, text=True, start_new_session=True,
+                )  # fmt: skip
+            except OSError as e:
+                raise IowattError(f"cannot run `{argv[0]}`: {e.strerror}", None) from None
             proc = self._proc
         try:
             out, err = proc.communicate(timeout=self.timeout_s)

@@ -186,7 +186,7 @@ def mount(
       iowatt bench randomread --directio --target /mnt/hdd --power emulated:path=/mnt/hdd
       iowatt emulate mount /srv/data /mnt/hdd --curve latest --at 80
       iowatt emulate mount /srv/data /mnt/hdd --curve hit-sata --schedule fans.csv --speedup 24
-      iowatt emulate mount /srv/data /mnt/hdd --curve hit-sata --at-from bmc \
+      iowatt emulate mount /srv/data /mnt/hdd --curve hit-sata --at-from bmc \\
           --bmc host=10.0.0.5,user=admin,password-env=BMC_PW --vendor supermicro
     """
     from iowatt.emulate.mount import MountConfig, serve
