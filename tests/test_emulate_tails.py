@@ -27,11 +27,13 @@ import pytest
 import tomllib
 
 # The extension itself until iowatt._engine.Emulation takes `tails=` too.
-from iowatt import _core  # noqa: TID251
+from iowatt._engine import Emulation
 from iowatt.cli import main
 from iowatt.emulate.tails import measure_tails, resolve_tails, tails_from_run
+from iowatt.emulate.vibration import resolve_curve
 from iowatt.errors import ConfigError
-from support.emulated import mounted
+from support.cli import iowatt, summary
+from support.emulated import MountProcess, mounted
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.slow]
 N = 256
@@ -257,9 +259,9 @@ def _mount_and_read(
     mount.mkdir()
     (backing / "data").write_bytes(b"t" * (READS * BLOCK))
     lo, hi = tables[0][0], tables[-1][0]
-    e = _core.Emulation(str(backing), str(mount), json.dumps(models["ultrastar-36z15"]),
-                        name="ultrastar-36z15", spin_down_s=None, seed=seed, page_cache=False,
-                        curve=[(lo, 0.5), (hi, 0.5)], at=at, tails=tables)  # fmt: skip
+    e = Emulation(str(backing), str(mount), models["ultrastar-36z15"], name="ultrastar-36z15",
+                  spin_down_s=None, seed=seed, page_cache=False, curve=[(lo, 0.5), (hi, 0.5)],
+                  at=at, tails=tables)  # fmt: skip
     e.start()
     try:
         deadline = time.monotonic() + 30
@@ -302,3 +304,36 @@ def test_an_emulated_disk_drawing_from_a_table_keeps_the_mean_on_the_curve(
     # The same seed draws the same multipliers.
     again = _mount_and_read(tmp_path / "b", tails.tables, value, seed=7)
     assert again == pytest.approx(m, rel=1e-9, abs=1e-12)
+
+
+def test_mount_with_tails_records_them_and_draws_each_slowed_request_s_time_from_them(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tails = measure_tails(sweep)
+    assert tails is not None
+    # The step the curve slows most: where the drawn times are largest.
+    slowest, r = min(resolve_curve(str(sweep), sweep.parent).points, key=lambda p: p[1])
+    assert r < 1
+    backing, mount = tmp_path / "backing", tmp_path / "mount"
+    backing.mkdir()
+    mount.mkdir()
+    (backing / "data").write_bytes(b"t" * (READS * BLOCK))
+    m = MountProcess(backing, mount, sweep.parent, "--curve", str(sweep), "--at",
+                     f"{slowest:g}", "--tails", "--seed", "7")  # fmt: skip
+    _reads(mount, 60)
+    code, _, err = m.stop()
+    assert code == 0, err
+    run = max(sweep.parent.glob("*-emulate-*"))
+    recorded = summary(run)["vibration"]["tails"]
+    assert recorded == json.loads(json.dumps(tails.as_dict()))
+    (table,) = [q for v, q in tails.tables if v == slowest]
+    rows = pq.read_table(run / "disk_requests.parquet").to_pylist()
+    reads = [row for row in rows if not row["write"]]
+    assert reads, "slowed reads were served"
+    for row in reads:
+        model_s = row["overhead_s"] + row["seek_s"] + row["rotation_s"] + row["transfer_s"]
+        added = model_s / r - model_s
+        assert min(abs(row["slowdown_s"] / added - q) for q in table) < 1e-9, row
+    # Without histograms, --tails is refused.
+    r = iowatt(capsys, "emulate", "mount", backing, mount, "--curve", "hit-sata", "--tails")
+    assert r.code == 2 and "--tails needs a sweep run's curve" in r.err

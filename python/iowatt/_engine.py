@@ -703,7 +703,8 @@ class Emulation(_EngineJob):
     (``ready`` once mounted), :meth:`result` every request's charge, the state changes and the
     stimuli set. With ``curve`` ((stimulus, r) points, ascending) each request is charged S / r
     at the stimulus in force when it starts, ``at`` at the mount (default: the first point).
-    ``scheduler`` is ``fifo``, ``elevator`` or ``cfq`` (with ``slice_s`` and ``idle_window_s``)."""
+    ``scheduler`` is ``fifo``, ``elevator`` or ``cfq`` (with ``slice_s`` and ``idle_window_s``);
+    ``tails`` (iowatt.emulate.tails) scale each slowed request's added time by a seeded draw."""
 
     _run: _core.Emulation
 
@@ -723,6 +724,7 @@ class Emulation(_EngineJob):
         curve: Sequence[tuple[float, float]] | None = None,
         at: float | None = None,
         stall_cap_s: float = 30.0,
+        tails: Sequence[tuple[float, Sequence[float]]] | None = None,
     ) -> None:
         sent = Encoded(model)
         points = None if curve is None else [(float(x), float(r)) for x, r in curve]
@@ -741,6 +743,7 @@ class Emulation(_EngineJob):
                 curve=points,
                 at=at,
                 stall_cap_s=stall_cap_s,
+                tails=None if tails is None else [(float(s), list(q)) for s, q in tails],
             )
         )
 

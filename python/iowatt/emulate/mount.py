@@ -22,6 +22,7 @@ from iowatt import _engine
 from iowatt.emulate import mounts
 from iowatt.emulate.bmc import BmcFollow, DutyReader, Follower
 from iowatt.emulate.guard import JOURNAL, Guardian
+from iowatt.emulate.tails import Tails
 from iowatt.emulate.vibration import Player, Schedule, StimulusCurve
 from iowatt.errors import ConfigError, IowattError, TargetError
 from iowatt.live.board import Counts, board
@@ -52,6 +53,8 @@ class MountConfig:
     slice_s: float = 0.1
     idle_window_s: float = 0.008
     curve: StimulusCurve | None = None
+    # A sweep run's measured tails (--tails): None, every slowed request adds S / r − S.
+    tails: Tails | None = None
     at: float | None = None
     schedule: Schedule | None = None
     speedup: float = 1.0
@@ -196,6 +199,7 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
         curve=None if config.curve is None else list(config.curve.points),
         at=config.start_at,
         stall_cap_s=config.stall_cap_s,
+        tails=None if config.tails is None else config.tails.tables,
     )
     failure: IowattError | None = None
     board().begin(writer.run_id, KIND, config.labels)
@@ -400,6 +404,8 @@ def _write(
     vibration = record.vibration_summary(result, cols, settings)
     if vibration is not None and config.bmc is not None:
         vibration["source"] = "bmc"
+    if vibration is not None:
+        vibration["tails"] = None if config.tails is None else config.tails.as_dict()
 
     writer.finish(
         KIND,

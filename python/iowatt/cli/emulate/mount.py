@@ -13,6 +13,7 @@ from iowatt.units import format_duration, format_joules, parse_duration, parse_l
 
 if TYPE_CHECKING:
     from iowatt.emulate.bmc import BmcFollow
+    from iowatt.emulate.tails import Tails
 
 
 @click.command("mount")
@@ -137,6 +138,12 @@ if TYPE_CHECKING:
     metavar="DURATION",
     help="How long a stall (r = 0) holds a request before it fails with EIO.",
 )
+@click.option(
+    "--tails",
+    is_flag=True,
+    help="With a sweep run's --curve: draw each slowed request's added time from the measured"
+    " latency tail of its step (mean kept on the curve), not the constant S / r − S.",
+)
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the run.")
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
@@ -166,6 +173,7 @@ def mount(
     poll: str,
     stale: str,
     stall_cap: str,
+    tails: bool,
     labels: tuple[str, ...],
     results: Path | None,
     no_report: bool,
@@ -207,6 +215,8 @@ def mount(
     if follow is not None and curve is None:
         raise ConfigError("--at-from bmc needs a curve to follow", "add --curve REF")
     vibration = _vibration(store, curve, stimulus, band, at, schedule)
+    if tails:
+        vibration["tails"] = _tails(store, curve, stimulus)
     config = MountConfig(
         backing=backing,
         mount=mount,
@@ -275,6 +285,21 @@ def _vibration(
         "at": at,
         "schedule": None if schedule is None else load_schedule(schedule, store, found),
     }
+
+
+def _tails(store: Path, curve: str | None, stimulus: str | None) -> Tails:
+    """``--tails``: the measured tails of the sweep run ``--curve`` names."""
+    from iowatt.emulate.tails import resolve_tails
+    from iowatt.errors import ConfigError
+
+    found = None if curve is None else resolve_tails(curve, store, stimulus)
+    if found is None:
+        raise ConfigError(
+            "--tails needs a sweep run's curve: its latency histograms are the tails"
+            + ("" if curve is None else f" (`{curve}` has none)"),
+            "give --curve RUN, RUN:DISK or latest (a curve file or a profile has no tails)",
+        )
+    return found
 
 
 def _follow(
