@@ -9,9 +9,8 @@ Usage::
     python bench/emulate_vibration.py --hold 5s --passes 2 --reps 8
     python bench/emulate_vibration.py --smoke           # 3 steps 1s + 2s, 2 × 2 runs of 1 s
 
-Run it from a checkout with ``PYTHONPATH=python``: every ``iowatt`` it starts (the mount, the
-sweep, the sweep's and the campaign's ``iowatt emulate set``) is the ``iowatt`` on PATH, whose
-import then finds the checkout's package first.
+Every ``iowatt`` it starts (the mount, the sweep, the sweep's and the campaign's ``iowatt
+emulate set``) is the ``iowatt`` on PATH.
 
 Needs root (a FUSE mount) and /dev/fuse; without them the ratio says the peer is missing.
 

@@ -450,3 +450,16 @@ def test_entropy_sets_how_well_the_data_compresses(
     assert high > 2 << 20  # random bytes do not compress
     # 4 MiB more appended, of the same entropy
     assert (6 << 20) / 5 < low_after < (6 << 20) / 3
+
+
+def test_a_filemacro_personality_is_named_without_its_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `iowatt bench oltp` runs the suite's own oltp.f, as `--suite filemacro` does.
+    r = iowatt(capsys, "bench", "oltp", "--check", "--json", "--set", "nshadows=20")
+    assert r.code == 0, r.err
+    found = json.loads(r.out)
+    assert found["status"] == "models"
+    assert {v["name"]: v["value"] for v in found["variables"]}["nshadows"] == "20"
+    r = iowatt(capsys, "bench", "oltpx", "--check")
+    assert_user_error(r, "oltpx")

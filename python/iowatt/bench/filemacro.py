@@ -10,6 +10,7 @@ directory when the run knows it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +44,20 @@ def parse_file(source: Path, overrides: Mapping[str, str], dir: Path) -> Program
     return parse(source, overrides, dir=dir)
 
 
+def _shipped(name: str) -> Path:
+    # The suite's own files (iowatt.wml.builtin_path), found without loading the parser.
+    return Path(str(resources.files("iowatt.workloads").joinpath(f"{name}.f")))
+
+
 def is_wml(what: str) -> bool:
-    return what.endswith(".f") or Path(what).is_file()
+    """A FileBench workload: a `.f` file, or a personality of the suite by name (`oltp`)."""
+    return what.endswith(".f") or Path(what).is_file() or _shipped(what).is_file()
+
+
+def source(what: str) -> Path:
+    """The file a workload argument names: as given, or the suite's file of that name."""
+    given = Path(what)
+    return given if given.exists() or what.endswith(".f") else _shipped(what)
 
 
 def parse_sets(items: tuple[str, ...]) -> dict[str, str]:

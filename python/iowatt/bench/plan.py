@@ -76,7 +76,7 @@ def plan(
     if suite == filemacro.SUITE:
         workloads = filemacro.plan_suite(opts, seed)
     elif what is not None and wml:
-        workloads = [filemacro.plan_file(Path(what), opts, seed)]
+        workloads = [filemacro.plan_file(filemacro.source(what), opts, seed)]
     elif what is None:
         name = suite or "fileio"
         if name not in SUITES:

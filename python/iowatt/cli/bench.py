@@ -25,9 +25,9 @@ from iowatt.units import U64_MAX, check_int, parse_labels
 HELP = f"""Run FileBench FileIO workloads and store the run.
 
 WORKLOAD is a personality ({", ".join(PERSONALITIES)}), a suite workload such as randomread8k,
-or a FileBench workload file (FILE.f) run unchanged. --suite filemacro runs fileserver, varmail,
-webproxy, webserver and oltp. With no WORKLOAD and no --suite, runs a short FileIO suite (2 s
-each, 64 MiB file) in a temporary directory.
+a FileBench workload file (FILE.f) run unchanged, or one of the FileMacro suite by name.
+--suite filemacro runs fileserver, varmail, webproxy, webserver and oltp. With no WORKLOAD and
+no --suite, runs a short FileIO suite (2 s each, 64 MiB file) in a temporary directory.
 """
 
 
