@@ -1,6 +1,7 @@
 """What every bench/ script shares so that CI can run it in seconds and read its result: the
 ``--smoke`` flag, the peer lookup that lets a script go on without its peer, the ``ratio:``
-lines the runner (``smoke.py``) looks for, and the alternating order of the tools.
+lines the runner (``smoke.py``) looks for, the alternating order of the tools, and the medians,
+ratios and plain text tables they print.
 
 A smoke run proves the script still works end to end, not that a figure is right: it uses sizes
 small enough to finish in seconds, so its ratios are not to be quoted.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -176,3 +178,39 @@ def timed_runs(
             if after_round is not None:
                 after_round()
     return times
+
+
+# The plain text tables and figures of the side-by-side scripts.
+
+
+def median_of(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def ratio(num: float | None, den: float | None) -> float | None:
+    if num is None or den is None or den == 0:
+        return None
+    return num / den
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def render_table(rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths).rstrip())
+    return lines
+
+
+def tail(text: str, lines: int = 5) -> str:
+    return " | ".join(text.strip().splitlines()[-lines:])

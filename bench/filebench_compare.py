@@ -68,8 +68,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from _side_by_side import fmt, median_of, ratio, render_table, tail
-from _smoke import fail, parse, peer, ratio_line
+from _smoke import fail, fmt, median_of, parse, peer, ratio, ratio_line, render_table, tail
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = ("filebench", "iowatt")

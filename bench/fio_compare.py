@@ -54,8 +54,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _side_by_side import fmt, median_of, ratio, render_table, tail
-from _smoke import alternate, parse, ratio_line
+from _smoke import alternate, fmt, median_of, parse, ratio, ratio_line, render_table, tail
 
 TOOLS = ("fio", "iowatt")
 # Parent directories; each run works in a fresh iowatt-fio-compare-* directory inside.

@@ -45,8 +45,7 @@ import tempfile
 from pathlib import Path
 
 import iowatt as iowatt_package
-from _side_by_side import fmt, render_table
-from _smoke import parse, peer, ratio_line, timed_runs
+from _smoke import fmt, parse, peer, ratio_line, render_table, timed_runs
 from catalog_scale import build
 
 BENCH = "bench randomread --runtime 1s --filesize 64m --seed 1 --quiet"

@@ -31,8 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _side_by_side import fmt, render_table
-from _smoke import parse, peer, ratio_line, timed_runs
+from _smoke import fmt, parse, peer, ratio_line, render_table, timed_runs
 
 AWK = "awk '{s[$9]++; b+=$10} END {for (k in s) print k, s[k]; print b}'"
 

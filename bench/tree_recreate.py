@@ -42,8 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _side_by_side import fmt, render_table
-from _smoke import parse, ratio_line
+from _smoke import fmt, parse, ratio_line, render_table
 
 # The study's tree (spec/replay-and-power.md, "Private file systems").
 STUDY_FILES, STUDY_DIRS, STUDY_LINKS = 509_000, 44_000, 9_000

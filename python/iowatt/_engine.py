@@ -755,10 +755,13 @@ class Emulation(_EngineJob):
         curve, without one, or while a followed source holds it."""
         return float(_engine_call(lambda: self._run.set_stimulus(value)))
 
-    def follow(self, value: float, locked: bool) -> float:
-        """Sets the stimulus from a followed source (clamped to the curve); while ``locked``,
-        :meth:`set_stimulus` is refused."""
-        return float(_engine_call(lambda: self._run.follow(value, locked)))
+    def lock(self, locked: bool) -> None:
+        """While ``locked``, :meth:`set_stimulus` is refused: a followed source sets it."""
+        _engine_call(lambda: self._run.lock(locked))
+
+    def follow(self, value: float) -> float:
+        """Sets the stimulus from the followed source (clamped to the curve)."""
+        return float(_engine_call(lambda: self._run.follow(value)))
 
     def result(self) -> dict[str, Any]:
         return cast(dict[str, Any], _engine_call(self._run.result))

@@ -10,6 +10,7 @@ use std::fs::{File, Metadata, OpenOptions};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -58,7 +59,9 @@ pub struct EmulatedFs {
     place: Placement,
     direct_io: bool,
     nodes: Mutex<Nodes>,
-    open: Mutex<(HashMap<u64, Open>, u64)>,
+    open: Mutex<HashMap<u64, Open>>,
+    /// The next file handle, for a backing file or a counter file alike.
+    next_fh: AtomicU64,
     /// A counter file's text as rendered for a reader at offset 0, by open handle: the rest of
     /// the same read comes from it, so no reader sees half of one rendering and half of the
     /// next.
@@ -115,7 +118,8 @@ impl EmulatedFs {
                 by_key: HashMap::new(),
                 next: 2,
             }),
-            open: Mutex::new((HashMap::new(), 1)),
+            open: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
             rendered: Mutex::new(HashMap::new()),
         }
     }
@@ -186,22 +190,14 @@ impl EmulatedFs {
         }
         let file = o.open(path).map_err(errno)?;
         let key = file.metadata().map_err(errno)?.ino();
-        let mut g = lock(&self.open);
-        let fh = g.1;
-        g.1 += 1;
-        g.0.insert(
-            fh,
-            Open {
-                file: Arc::new(file),
-                key,
-            },
-        );
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        let file = Arc::new(file);
+        lock(&self.open).insert(fh, Open { file, key });
         Ok(fh)
     }
 
     fn opened(&self, fh: FileHandle) -> Result<(Arc<File>, u64), Errno> {
         lock(&self.open)
-            .0
             .get(&fh.0)
             .map(|o| (o.file.clone(), o.key))
             .ok_or(Errno::EBADF)
@@ -452,9 +448,7 @@ impl Filesystem for EmulatedFs {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if control::getattr(ino).is_some() {
             // Counters are rendered afresh for each read from the start: never cached.
-            let mut g = lock(&self.open);
-            let fh = g.1;
-            g.1 += 1;
+            let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
             return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
         }
         match self
@@ -597,7 +591,7 @@ impl Filesystem for EmulatedFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        lock(&self.open).0.remove(&fh.0);
+        lock(&self.open).remove(&fh.0);
         lock(&self.rendered).remove(&fh.0);
         reply.ok();
     }

@@ -25,7 +25,7 @@ use thiserror::Error;
 
 pub use control::json as counters_json;
 pub use drive::{
-    Answer, Change, Counters, Drive, Log, Pending, Served, SetError, Stimulus, Vibration,
+    Answer, Change, Counters, Drive, Log, Pending, Reply, Served, SetError, Stimulus, Vibration,
 };
 pub use iowatt_sim::disk::Discipline;
 

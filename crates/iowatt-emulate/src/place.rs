@@ -89,15 +89,13 @@ impl Placement {
     pub fn disk_offset(&self, file: &File, key: u64, offset: u64) -> u64 {
         match physical(file, offset) {
             Some(p) => p % self.capacity,
-            None => {
-                let size = file.metadata().map_or(0, |m| m.len());
-                self.allocated(key, offset, size)
-            }
+            // The file's size is asked for only when a run is laid out, not on every request.
+            None => self.allocated(key, offset, || file.metadata().map_or(0, |m| m.len())),
         }
     }
 
-    /// Byte `offset` of a file of `size` bytes in allocation order.
-    fn allocated(&self, key: u64, offset: u64, size: u64) -> u64 {
+    /// Byte `offset` of a file of `size()` bytes in allocation order.
+    fn allocated(&self, key: u64, offset: u64, size: impl FnOnce() -> u64) -> u64 {
         let mut g = self.runs.lock().unwrap_or_else(|e| e.into_inner());
         let Runs { by_file, next } = &mut *g;
         let runs = by_file.entry(key).or_default();
@@ -113,7 +111,7 @@ impl Placement {
                 } else {
                     offset / CHUNK * CHUNK
                 };
-                let len = (size.max(offset + 1) - file).div_ceil(CHUNK) * CHUNK;
+                let len = (size().max(offset + 1) - file).div_ceil(CHUNK) * CHUNK;
                 let r = Run {
                     file,
                     disk: *next,
@@ -136,19 +134,22 @@ mod tests {
     fn allocation_order_lays_each_file_out_whole_in_the_order_first_seen() {
         let p = Placement::new(100 * CHUNK);
         // A file of 3 chunks, seen first at its end: its run starts at the disk's start.
-        assert_eq!(p.allocated(7, 2 * CHUNK + 10, 3 * CHUNK), 2 * CHUNK + 10);
+        assert_eq!(p.allocated(7, 2 * CHUNK + 10, || 3 * CHUNK), 2 * CHUNK + 10);
         assert_eq!(
-            p.allocated(7, 10, 3 * CHUNK),
+            p.allocated(7, 10, || 3 * CHUNK),
             10,
             "the whole file is one run"
         );
         // The next file goes after it.
-        assert_eq!(p.allocated(9, 5, 100), 3 * CHUNK + 5);
+        assert_eq!(p.allocated(9, 5, || 100), 3 * CHUNK + 5);
         // Bytes the first file grew by get a run of their own, after the second file's.
-        assert_eq!(p.allocated(7, 3 * CHUNK + 1, 3 * CHUNK + 2), 4 * CHUNK + 1);
+        assert_eq!(
+            p.allocated(7, 3 * CHUNK + 1, || 3 * CHUNK + 2),
+            4 * CHUNK + 1
+        );
         // Past the capacity, offsets fold round.
-        assert_eq!(p.allocated(1, 0, 200 * CHUNK), 5 * CHUNK);
-        assert_eq!(p.allocated(1, 99 * CHUNK, 200 * CHUNK), 4 * CHUNK);
+        assert_eq!(p.allocated(1, 0, || 200 * CHUNK), 5 * CHUNK);
+        assert_eq!(p.allocated(1, 99 * CHUNK, || 200 * CHUNK), 4 * CHUNK);
     }
 
     fn tempfile() -> File {

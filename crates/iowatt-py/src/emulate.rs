@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use iowatt_emulate::{
-    counters_json, Counters, Discipline, EmulateError, Emulation as Work, Options, Progress,
-    Served, SetError, Vibration,
+    counters_json, Counters, Discipline, Drive, EmulateError, Emulation as Work, Options, Progress,
+    Reply, Served, SetError, Vibration,
 };
 use iowatt_metrics::Handle;
 use iowatt_sim::disk::{DiskModel, State};
@@ -133,34 +133,37 @@ impl Emulation {
     /// Sets the stimulus in force (`iowatt emulate set`); the speed it gives. Raises
     /// ConfigError outside the curve, without one, or while a followed BMC holds it.
     fn set_stimulus(&self, py: Python<'_>, value: f64) -> PyResult<f64> {
-        let drive = self
-            .handle
-            .progress()
-            .drive()
-            .ok_or_else(|| not_mounted(py))?;
+        let drive = self.mounted(py)?;
         drive.set_stimulus(value).map_err(|e| set_error(py, e))
     }
 
-    /// Follows another source (a BMC's fan duty): `value` is clamped to the curve, and
-    /// `set_stimulus` is refused while `locked`.
-    fn follow(&self, py: Python<'_>, value: f64, locked: bool) -> PyResult<f64> {
-        let drive = self
-            .handle
-            .progress()
-            .drive()
-            .ok_or_else(|| not_mounted(py))?;
+    /// Refuses `set_stimulus` (and `iowatt emulate set`) while `locked`: another source, a
+    /// BMC's fan duty, sets the stimulus.
+    fn lock(&self, py: Python<'_>, locked: bool) -> PyResult<()> {
+        let drive = self.mounted(py)?;
         drive.lock(locked);
+        Ok(())
+    }
+
+    /// Sets the stimulus from the source that holds the lock: `value` clamped to the curve.
+    fn follow(&self, py: Python<'_>, value: f64) -> PyResult<f64> {
+        let drive = self.mounted(py)?;
         drive.follow(value).map_err(|e| set_error(py, e))
     }
 }
 
-fn not_mounted(py: Python<'_>) -> PyErr {
-    raise(
-        py,
-        "ConfigError",
-        "the disk is not mounted yet".into(),
-        None,
-    )
+impl Emulation {
+    /// The mounted disk, or ConfigError before it is.
+    fn mounted(&self, py: Python<'_>) -> PyResult<&Drive<Reply>> {
+        self.handle.progress().drive().ok_or_else(|| {
+            raise(
+                py,
+                "ConfigError",
+                "the disk is not mounted yet".into(),
+                None,
+            )
+        })
+    }
 }
 
 fn set_error(py: Python<'_>, e: SetError) -> PyErr {

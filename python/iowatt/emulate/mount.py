@@ -225,10 +225,8 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
             if config.bmc is not None and config.curve is not None:
                 # Locked from the mount on: `iowatt emulate set` is refused before the BMC's
                 # first answer too.
-                disk.follow(config.curve.low, True)
-                follower = Follower(
-                    config.bmc, lambda v: disk.follow(v, True), say, config.curve.unit
-                )
+                disk.lock(True)
+                follower = Follower(config.bmc, disk.follow, say, config.curve.unit)
                 follower.start()
             say(
                 f"{config.model_name} ({model['label']}) mounted at {config.mount}, files in"
@@ -385,11 +383,6 @@ def _write(
         raise
     if result["lazy_unmount"]:
         say(f"files under {config.mount} are still open: it is detached, gone once they close")
-    if config.bmc is not None:
-        # The lock taken at the mount set again the value in force then: not a change.
-        stimuli = result["stimuli"]
-        kept = [x for i, x in enumerate(stimuli) if i == 0 or x[1] != stimuli[i - 1][1]]
-        result = {**result, "stimuli": kept}
     cols = record.columns(result)
     t0 = result["t0_ns"]
     end_ns = round(result["counters"]["t_s"] * 1e9)

@@ -62,13 +62,16 @@ def interval_table(
     run_id: str, t0_ns: int, end_ns: int, cols: Mapping[str, np.ndarray]
 ) -> pa.Table:
     """Requests by the second they completed in, from the mount to ``end_ns``."""
-    done = cols["done_ns"].astype(np.int64)
-    latency = done - cols["arrived_ns"].astype(np.int64)
-    nbytes = cols["bytes"].astype(np.int64)
+    # In completion order, so each second's requests are one slice (searchsorted), not a
+    # scan of every request per second.
+    order = np.argsort(cols["done_ns"], kind="stable")
+    done = cols["done_ns"].astype(np.int64)[order]
+    latency = done - cols["arrived_ns"].astype(np.int64)[order]
+    nbytes = cols["bytes"].astype(np.int64)[order]
     rows: dict[str, list[Any]] = {f.name: [] for f in INTERVAL_SCHEMA}
     for start in range(0, max(end_ns, 1), INTERVAL_NS):
         stop = min(start + INTERVAL_NS, end_ns) if end_ns > start else start + INTERVAL_NS
-        inside = (done >= start) & (done < stop)
+        inside = slice(*np.searchsorted(done, [start, stop]))
         lat = latency[inside]
         secs = (stop - start) / 1e9
         p50, p99, p999 = (

@@ -212,8 +212,8 @@ def mount(
             " the disk follows one",
             "give --at VALUE, --schedule FILE|RUN or --at-from bmc",
         )
-    if follow is not None and curve is None:
-        raise ConfigError("--at-from bmc needs a curve to follow", "add --curve REF")
+    if sources and curve is None:
+        raise ConfigError(f"{sources[0]} needs a curve to follow", "add --curve REF")
     vibration = _vibration(store, curve, stimulus, band, at, schedule)
     if tails:
         vibration["tails"] = _tails(store, curve, stimulus)
@@ -264,16 +264,10 @@ def _vibration(
     from iowatt.errors import ConfigError
     from iowatt.sweep.stimulus import KINDS
 
-    sources = [flag for flag, v in (("--at", at), ("--schedule", schedule)) if v is not None]
-    if len(sources) > 1:
-        raise ConfigError(
-            f"{' and '.join(sources)} are two stimulus sources; the disk follows one",
-            "give --at VALUE or --schedule FILE|RUN",
-        )
     if curve is None:
         given = [f for f, v in (("--stimulus", stimulus), ("--band", band)) if v is not None]
-        if sources or given:
-            raise ConfigError(f"{(sources + given)[0]} needs a curve to follow", "add --curve REF")
+        if given:
+            raise ConfigError(f"{given[0]} needs a curve to follow", "add --curve REF")
         return {}
     if stimulus is not None and stimulus not in KINDS:
         raise ConfigError(
