@@ -50,18 +50,26 @@ impl Zone {
         }
     }
 
-    fn read(&self) -> Result<u64, PowerError> {
-        let value = match &self.energy {
-            Some(file) => file.read(),
-            None => SysfsValue::open(self.path.clone()).map(|(_, v)| v),
+    /// The counter, µJ, and when it was read (ns, CLOCK_MONOTONIC).
+    fn read(&self) -> Result<(u64, u64), PowerError> {
+        let (value, at) = match &self.energy {
+            Some(file) => (file.read(), now_ns()),
+            None => match SysfsValue::open(self.path.clone()) {
+                // Timed before the close: through FUSE a close waits for a flush's round trip.
+                Ok((file, v)) => {
+                    let at = now_ns();
+                    drop(file);
+                    (Ok(v), at)
+                }
+                Err(e) => (Err(e), now_ns()),
+            },
         };
-        value
-            .map(|v| v.max(0) as u64)
-            .map_err(|source| PowerError::Io {
-                op: "read",
-                path: self.path.clone(),
-                source,
-            })
+        let value = value.map_err(|source| PowerError::Io {
+            op: "read",
+            path: self.path.clone(),
+            source,
+        })?;
+        Ok((value.max(0) as u64, at))
     }
 }
 
@@ -270,14 +278,14 @@ impl Source for Rapl {
     fn poll(&mut self, out: &mut Vec<LocalReading>) -> Result<(), PowerError> {
         let mut failed = None;
         for (channel, zone) in self.zones.iter_mut().enumerate() {
-            let value = match zone.read() {
-                Ok(v) => v,
+            let (value, at) = match zone.read() {
+                Ok(read) => read,
                 Err(e) => {
                     failed.get_or_insert(e);
                     continue;
                 }
             };
-            let mono_ns = now_ns() as i64;
+            let mono_ns = at as i64;
             match delta_uj(zone.last_uj, value, zone.max_range_uj) {
                 Some(d) => zone.total_uj += d,
                 None => self.warnings.push(format!(
