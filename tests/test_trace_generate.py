@@ -417,7 +417,7 @@ def test_the_verb_starts_without_numpy() -> None:
 
 _OPTIONS = ("start", "tz", "duration", "rate", "requests", "peak_ratio", "weekend", "zipf",
             "files", "not_found", "slow_path", "slow_share", "not_modified", "clients", "fmt",
-            "host", "seed")  # fmt: skip
+            "host", "seed", "preset", "scale")  # fmt: skip
 _TEXT = st.one_of(
     st.text(max_size=12),
     st.sampled_from(

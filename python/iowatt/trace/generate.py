@@ -11,7 +11,9 @@ The model (docs/trace.md, "Generating a log", has every parameter and its source
   paths the site lacks, a share to a slow endpoint, 304s and a few HEADs
   (:mod:`iowatt.trace.synth.requests`);
 - clients: a seeded pool, Zipf-active, with their own browsers
-  (:mod:`iowatt.trace.synth.clients`).
+  (:mod:`iowatt.trace.synth.clients`);
+- presets (``--preset study-web``): defaults of a known workload, and a tree of the study's
+  shape written beside the log as a tree manifest and requested (:mod:`iowatt.trace.synth.study`).
 
 Everything random comes from ``seed``: the same parameters (and tree) give the same bytes. The
 log is written to a temporary file beside the output and renamed into place, with the
@@ -29,16 +31,17 @@ from typing import TYPE_CHECKING, Any
 from iowatt.errors import ConfigError, StoreError
 from iowatt.store.writer import check_output, write_atomic
 from iowatt.trace.synth import clients as clients_lib
-from iowatt.trace.synth import profile, render, site
+from iowatt.trace.synth import profile, render, site, study
 from iowatt.trace.synth.output import AtomicOutput
 from iowatt.trace.synth.params import GenerateConfig
 from iowatt.trace.synth.requests import Batch, Shares, Targets, draw
+from iowatt.tree import manifest
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["GenerateConfig", "generate", "sidecar_path", "targets"]
+__all__ = ["GenerateConfig", "generate", "sidecar_path", "targets", "tree_path"]
 
 Progress = Callable[[int, int], None]
 """Called with the lines written so far and the lines in all."""
@@ -62,9 +65,13 @@ def generate(config: GenerateConfig, out: Path, progress: Progress | None = None
 
     check_output(out, "-o")
     check_output(sidecar_path(out), "-o")
+    tree_out = tree_path(config, out)
+    if tree_out is not None:
+        check_output(tree_out, "-o")
     began = time.monotonic()
-    site_rng, client_rng, time_rng, request_rng = _streams(config.seed)
-    targets, site_info = _targets(config, site_rng)
+    site_rng, client_rng, time_rng, request_rng, tree_rng = _streams(config.seed)
+    tree = None if tree_out is None else _study_tree(config, tree_rng)
+    targets, site_info = _targets(config, site_rng, tree)
     pool = clients_lib.pool(config.clients, client_rng)
     tables = _tables(config, targets, pool)
     referer_cdf = _referer_cdf(len(tables.referers))
@@ -86,6 +93,12 @@ def generate(config: GenerateConfig, out: Path, progress: Progress | None = None
 
     try:
         size = _write(out, config, tables, batches(), tally, total, progress)
+        if tree_out is not None and tree is not None:
+            try:
+                _write_tree(tree, config, tree_out, out)
+            except BaseException:
+                out.unlink(missing_ok=True)
+                raise
     except OSError as e:  # a full disk, a quota, an I/O error: nothing was left behind
         raise StoreError(
             f"-o `{out}` could not be written: {e.strerror or e}",
@@ -103,6 +116,7 @@ def generate(config: GenerateConfig, out: Path, progress: Progress | None = None
         "methods": tally.methods,
         "body_bytes": tally.body_bytes,
         "site": site_info,
+        "manifest": None if tree_out is None else tree_out.name,
         "params": config.params(),
         "command": config.command(out),
         "iowatt": _version(),
@@ -113,21 +127,67 @@ def generate(config: GenerateConfig, out: Path, progress: Progress | None = None
         **summary,
         "path": str(out),
         "sidecar": str(sidecar_path(out)),
+        "manifest": None if tree_out is None else str(tree_out),
         "elapsed_s": time.monotonic() - began,
     }
+
+
+def tree_path(config: GenerateConfig, out: Path) -> Path | None:
+    """Where the log ``out`` of ``config`` has its tree manifest written: beside it for a
+    preset's built-in site (``day.log.gz`` → ``day.tree.parquet``), else nowhere."""
+    if config.preset is None or config.tree is not None:
+        return None
+    return study.manifest_path(out)
 
 
 def targets(config: GenerateConfig) -> Targets:
     """What the log of ``config`` requests: the site's files in popularity order (rank 1
     first), the missing paths, then the slow endpoint — as :func:`generate` draws them."""
-    return _targets(config, _streams(config.seed)[0])[0]
+    streams = _streams(config.seed)
+    tree = None if config.preset is None or config.tree is not None else streams[4]
+    return _targets(config, streams[0], None if tree is None else _study_tree(config, tree))[0]
 
 
 def _streams(seed: int) -> list[np.random.Generator]:
-    """Independent generators for the site, the clients, the arrivals and the requests."""
+    """Independent generators for the site, the clients, the arrivals, the requests and a
+    preset's tree (the first four as they were before presets, so logs stay the same)."""
     import numpy as np
 
-    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4)]
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)]
+
+
+def _study_tree(config: GenerateConfig, rng: np.random.Generator) -> dict[str, Any]:
+    """The preset's tree: the manifest's columns, files last modified before the log."""
+    start_ns = int((config.start - dt.datetime(1970, 1, 1)).total_seconds()) * 1_000_000_000
+    return study.build(config.files, start_ns, rng)
+
+
+def _write_tree(columns: dict[str, Any], config: GenerateConfig, path: Path, log: Path) -> None:
+    """Writes the tree manifest as ``iowatt tree snapshot`` would, as readable as the log."""
+    import pyarrow.compute as pc
+
+    kinds = columns["type"]
+    files = pc.equal(kinds, "file")
+    meta = {
+        "format": manifest.FORMAT,
+        "key_id": None,
+        "keep_extensions": True,
+        "counts": {
+            "dirs": int(pc.sum(pc.equal(kinds, "dir")).as_py() or 0),
+            "files": int(pc.sum(files).as_py() or 0),
+            "links": int(pc.sum(pc.equal(kinds, "symlink")).as_py() or 0),
+            "bytes": int(pc.sum(pc.filter(columns["size"], files)).as_py() or 0),
+            "skipped_special": 0,
+            "unreadable": 0,
+            "mounts_not_crossed": 0,
+        },
+        "iowatt": _version(),
+        "snapshot_ns": None,
+        "cross_mounts": False,
+        "synthetic": {"preset": config.preset, "files": config.files, "seed": config.seed},
+    }
+    manifest.write(columns, meta, path)
+    os.chmod(path, log.stat().st_mode & 0o777)
 
 
 class _Tally:
@@ -199,9 +259,14 @@ def _text(lines: Any) -> memoryview:
     return memoryview(data)[start:end]
 
 
-def _targets(config: GenerateConfig, rng: np.random.Generator) -> tuple[Targets, dict[str, Any]]:
+def _targets(
+    config: GenerateConfig, rng: np.random.Generator, tree: dict[str, Any] | None = None
+) -> tuple[Targets, dict[str, Any]]:
     if config.tree is not None:
         paths, sizes, source = site.read_tree(config.tree)
+    elif tree is not None:
+        paths, sizes = _tree_files(tree)
+        source = f"preset {config.preset}"
     else:
         paths, sizes = site.synthetic(config.files, rng)
         source = "synthetic"
@@ -223,6 +288,20 @@ def _targets(config: GenerateConfig, rng: np.random.Generator) -> tuple[Targets,
     )
     info = {"source": source, "files": len(paths), "bytes": int(sizes.sum())}
     return targets, info
+
+
+def _tree_files(tree: dict[str, Any]) -> tuple[list[str], npt.NDArray[np.int64]]:
+    """A tree's files as :func:`site.read_tree` reads them from its manifest: URL paths, sorted
+    (the tree's names need no quoting), and sizes — so ``--tree`` of the written manifest
+    requests the same."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    files = pc.equal(tree["type"], "file")
+    paths = ["/" + p for p in pc.filter(tree["path"], files).to_pylist()]
+    sizes = pc.filter(tree["size"], files).to_numpy()
+    order = sorted(range(len(paths)), key=paths.__getitem__)
+    return [paths[i] for i in order], np.asarray(sizes[order], dtype=np.int64)
 
 
 def _tables(config: GenerateConfig, targets: Targets, pool: clients_lib.Clients) -> render.Tables:

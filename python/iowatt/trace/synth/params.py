@@ -34,6 +34,19 @@ DEFAULT_SEED = 1
 MAX_REQUESTS = 2_000_000_000
 MAX_RATE = 1_000_000.0
 MAX_FILES = 10_000_000
+# Presets: defaults of their own for the options the user leaves out (docs/trace.md, "The
+# study-web preset"). study-web is the power-and-performance framework study's web trace
+# (spec/replay-and-power.md): about 17,000 requests a day over about 30 h (6 h of warm-up before
+# the day), from a Monday evening [A], on a tree of the study's 509,000 files written beside the
+# log (:mod:`iowatt.trace.synth.study`).
+PRESETS: dict[str, dict[str, str]] = {
+    "study-web": {
+        "start": "2026-03-02T18:00",
+        "duration": "30h",
+        "rate": repr(17_000 / 86_400),
+        "files": "509000",
+    },
+}
 _ZONE = re.compile(r"([+-])(\d\d):?(\d\d)")
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
 _PATH = re.compile(r"/[!#-\[\]-~]*")  # printable ASCII without space, `"` and `\`
@@ -61,6 +74,7 @@ class GenerateConfig:
     fmt: str = DEFAULT_FORMAT
     host: str = DEFAULT_HOST
     seed: int = DEFAULT_SEED
+    preset: str | None = None  # a preset's built-in site is a tree, written beside the log
 
     @classmethod
     def parse(
@@ -84,9 +98,27 @@ class GenerateConfig:
         fmt: str | None = None,
         host: str | None = None,
         seed: str | int | None = None,
+        preset: str | None = None,
+        scale: str | float | None = None,
     ) -> GenerateConfig:
-        """Options as the user gave them (``None``: the default); a ConfigError naming the
-        first one that is wrong."""
+        """Options as the user gave them (``None``: the preset's value, or the default); a
+        ConfigError naming the first one that is wrong. ``scale`` multiplies the number of
+        requests and the built-in site's files (not a ``tree``'s)."""
+        if preset is not None:
+            if preset not in PRESETS:
+                raise ConfigError(
+                    f"--preset {_q(preset)} is unknown", f"one of {', '.join(PRESETS)}"
+                )
+            given = PRESETS[preset]
+            start = given["start"] if start is None else start
+            duration = given["duration"] if duration is None else duration
+            if rate is None and requests is None:
+                rate = given["rate"]
+            if files is None and tree is None:
+                files = given["files"]
+        factor = 1.0 if scale is None else _number(scale, "--scale", 0, 1, "0.1", shown=None)
+        if factor <= 0:
+            raise ConfigError(f"--scale {_q(scale)} must be above zero", "e.g. --scale 0.1")
         when, zone = _start(start or DEFAULT_START, tz)
         seconds = _duration(duration or DEFAULT_DURATION)
         # %t writes a four-digit year.
@@ -104,10 +136,13 @@ class GenerateConfig:
             )
         n = None if requests is None else _int(requests, "--requests", 1, MAX_REQUESTS, "100000")
         r = None
-        if n is None:
+        if n is not None:
+            n = max(1, round(n * factor))
+        else:
             r = DEFAULT_RATE if rate is None else _number(rate, "--rate", 0, MAX_RATE, "10")
             if r <= 0:
                 raise ConfigError(f"--rate {_q(rate)} must be above zero", "e.g. --rate 10")
+            r *= factor
             if r * seconds > MAX_REQUESTS:
                 raise ConfigError(
                     f"--rate {_q(rate)} over {seconds:,} s makes more than "
@@ -118,6 +153,9 @@ class GenerateConfig:
             raise ConfigError(
                 "--files and --tree cannot be combined", "--files sizes the built-in site"
             )
+        site_files = (
+            DEFAULT_FILES if files is None else _int(files, "--files", 1, MAX_FILES, "10000")
+        )
         peak = _number(peak_ratio, "--peak-ratio", 1, 1000, "8", DEFAULT_PEAK_RATIO)
         shares = {
             "not_found": _number(not_found, "--not-found", 0, 1, "0.02", DEFAULT_NOT_FOUND),
@@ -154,7 +192,7 @@ class GenerateConfig:
             weekend=_number(weekend, "--weekend", 0, 100, "0.6", DEFAULT_WEEKEND),
             zipf=_number(zipf, "--zipf", 0, 10, "0.8", DEFAULT_ZIPF),
             tree=None if tree is None else Path(tree),
-            files=DEFAULT_FILES if files is None else _int(files, "--files", 1, MAX_FILES, "10000"),
+            files=max(1, round(factor * site_files)),
             slow_path=path,
             clients=DEFAULT_CLIENTS
             if clients is None
@@ -162,6 +200,7 @@ class GenerateConfig:
             fmt=layout,
             host=name,
             seed=DEFAULT_SEED if seed is None else _int(seed, "--seed", 0, 2**63 - 1, "1"),
+            preset=preset,
             **shares,
         )
 
@@ -174,12 +213,10 @@ class GenerateConfig:
 
     def command(self, out: Path) -> str:
         """The command line that writes the same log (byte for byte, with the same tree)."""
-        args = [
-            "iowatt",
-            "trace",
-            "generate",
-            "-o",
-            str(out),
+        args = ["iowatt", "trace", "generate", "-o", str(out)]
+        if self.preset is not None:
+            args += ["--preset", self.preset]
+        args += [
             "--start",
             self.start.isoformat(timespec="seconds"),
             "--tz",
