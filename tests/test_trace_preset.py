@@ -18,6 +18,7 @@ import pytest
 
 from iowatt.trace import generate as gen
 from iowatt.trace.synth import params, study
+from iowatt.trace.synth.requests import Targets
 from iowatt.tree import manifest
 from support.cli import assert_user_error, iowatt
 
@@ -177,6 +178,60 @@ def test_scale_without_the_preset(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert sorted(os.listdir(tmp_path)) == ["x.log", "x.log.json"]
 
 
+def expected_body(config: params.GenerateConfig, t: Targets) -> float:
+    """A request's expected body bytes: the popularity weights × the sizes of the files, with
+    the shares of requests without a body (304s, HEADs), for 404s and for the slow endpoint."""
+    import numpy as np
+
+    from iowatt.trace.synth.requests import HEAD_SHARE, SLOW_BYTES
+
+    site = np.diff(t.site_cdf, prepend=0.0) @ t.sizes[: t.files]
+    missing = np.diff(t.missing_cdf, prepend=0.0) @ t.sizes[t.files : -1]
+    files = (
+        (1 - config.slow_share - config.not_found) * (1 - HEAD_SHARE) * (1 - config.not_modified)
+    )
+    return float(files * site + config.not_found * missing + config.slow_share * SLOW_BYTES)
+
+
+STUDY_REQUEST = study.DAY_BYTES / study.DAY_REQUESTS  # the study's 26.5 kB a request
+SEEDS = ("1", "2", "3")
+
+
+def test_a_request_is_expected_to_cost_what_the_studys_did() -> None:
+    # At --scale 0.1 the expected body over seeds 1-10 is 24-34 kB (mean 27.2 kB): a mean over
+    # three seeds within 20 %. A random popularity order gives 2.3-3.6 x.
+    configs = [params.GenerateConfig.parse(preset="study-web", scale="0.1", seed=s) for s in SEEDS]
+    targets = [gen.targets(c) for c in configs]
+    expected = sum(expected_body(c, t) for c, t in zip(configs, targets, strict=True)) / 3
+    assert abs(expected / STUDY_REQUEST - 1) < 0.2
+    # Small files are the popular ones: the top 1 % of ranks are mostly small files.
+    import numpy as np
+
+    sizes = targets[0].sizes[: targets[0].files]
+    assert np.median(sizes[: len(sizes) // 100]) < np.median(sizes) / 3
+
+
+def test_the_logs_hold_about_the_studys_bytes_a_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What logs hold varies more than the expectation: ~2,100 requests a log at --scale 0.1
+    # sample a heavy tail (the means over three seeds, seeds 1-30 in groups, are 0.88-1.45 x
+    # 26.5 kB); a random popularity order holds 1.7 x or more in every one of seeds 1-30.
+    held = []
+    for seed in SEEDS:
+        s = generate(capsys, tmp_path / f"{seed}.log", "--scale", "0.1", "--seed", seed)
+        held.append(s["body_bytes"] / s["lines"])
+    assert 0.7 < sum(held) / len(held) / STUDY_REQUEST < 1.5
+
+
+def test_no_preset_keeps_a_random_order() -> None:
+    import numpy as np
+
+    t = gen.targets(params.GenerateConfig.parse(files="20000", seed="1"))
+    sizes = t.sizes[: t.files]
+    assert np.median(sizes[:200]) > np.median(sizes) / 2
+
+
 def test_the_manifest_name() -> None:
     assert study.manifest_path(Path("d/day.log")) == Path("d/day.tree.parquet")
     assert study.manifest_path(Path("day.log.gz")) == Path("day.tree.parquet")
@@ -222,7 +277,12 @@ def test_help_names_the_preset(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 def test_the_full_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    s = generate(capsys, tmp_path / "day.log", "--duration", "1h")
+    s = generate(capsys, tmp_path / "day.log")
+    # The study's day: about 17,000 requests and 450 MB of bodies (seed 1: 443 MB; seeds 1-4
+    # give 404-495 MB).
+    per_day = 86_400 / SPAN_S
+    assert abs(s["lines"] * per_day / study.DAY_REQUESTS - 1) < 0.05
+    assert abs(s["body_bytes"] * per_day / study.DAY_BYTES - 1) < 0.25
     _, meta = manifest.read(tmp_path / "day.tree.parquet")
     counts = meta["counts"]
     assert (counts["files"], counts["dirs"], counts["links"]) == (

@@ -7,7 +7,8 @@ The model (docs/trace.md, "Generating a log", has every parameter and its source
   (busiest hour ``peak_ratio`` × the quietest, around 4 am) and weekends at ``weekend`` × a
   weekday (:mod:`iowatt.trace.synth.profile`);
 - targets: the files of a tree manifest, a directory or a built-in site with SURGE's sizes,
-  Zipf(alpha)-popular in a seeded random order (:mod:`iowatt.trace.synth.site`); a share of 404s to
+  Zipf(alpha)-popular in a seeded random order (:mod:`iowatt.trace.synth.site`; a preset's in an
+  order that favours small files, :func:`iowatt.trace.synth.study.ranked`); a share of 404s to
   paths the site lacks, a share to a slow endpoint, 304s and a few HEADs
   (:mod:`iowatt.trace.synth.requests`);
 - clients: a seeded pool, Zipf-active, with their own browsers
@@ -275,7 +276,10 @@ def _targets(
             f"--slow-path `{config.slow_path}` is a file of the site",
             "name a path the site lacks, e.g. /slow",
         )
-    ranked = site.ranked(paths, sizes, source, rng)
+    # A preset's popularity favours small files (its workload's bytes per request); otherwise
+    # popularity owes nothing to size.
+    rank = site.ranked if config.preset is None else study.ranked
+    ranked = rank(paths, sizes, source, rng)
     missing, missing_sizes = site.missing_paths(paths, rng)
     import numpy as np
 

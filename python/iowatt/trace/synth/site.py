@@ -4,7 +4,8 @@ or a built-in synthetic site, and the popularity of each.
 Popularity is Zipf-like: the file of rank ``r`` is asked for with probability ∝ 1/r^alpha. Breslau
 et al. ("Web caching and Zipf-like distributions: evidence and implications", INFOCOM 1999)
 measured alpha from 0.64 to 0.83 across six proxy traces, hence the default 0.8. Ranks are a seeded
-random permutation of the files, so popularity owes nothing to path order or size.
+random permutation of the files, so popularity owes nothing to path order or size (a preset's
+order favours small files instead: :func:`iowatt.trace.synth.study.ranked`).
 
 The synthetic site's sizes follow SURGE (Barford & Crovella, "Generating representative web
 workloads for network and server performance evaluation", SIGMETRICS 1998, Table 1): a

@@ -12,7 +12,11 @@ preset", marks each [A]):
   first ``TOP`` has directory ⌊i·U²⌋ as its parent (U uniform in [0, 1)), so older directories
   hold more; files and links go to directories uniformly at random;
 - names, modes and times: readable made-up names, 755/644/777, modification times uniform over
-  the ``AGE_DAYS`` days before the log, access and change times the same.
+  the ``AGE_DAYS`` days before the log, access and change times the same;
+- popularity (:func:`ranked`): small files are asked for more often, as on the web (Cunha,
+  Bestavros & Crovella 1995; SPECweb99's file mix): the Zipf ranks are the files in order of
+  ln(size) + ``NOISE``·N(0, 1), ``NOISE`` fitted so that a request costs what the study's did on
+  average (450 MB / 17,000 ≈ 26.5 kB of body).
 
 Rows come in snapshot's order: breadth first, each directory's entries sorted by name, parents
 before their entries; ``iowatt sim raid --tree`` lays files out in that order.
@@ -58,6 +62,13 @@ def surge_mean() -> float:
 
 
 SIZE_FACTOR = BYTES / FILES / surge_mean()  # ≈ 1.9 [A]
+# The study's day: 450 MB of response bodies for about 17,000 requests (spec/replay-and-power.md).
+DAY_BYTES = 450_000_000
+DAY_REQUESTS = 17_000
+# The spread, in ln bytes, of the noise added to ln(size) to order files by popularity (SURGE's
+# ln sizes spread 1.3): fitted so that a request's expected body is DAY_BYTES / DAY_REQUESTS
+# (docs/trace.md, "The study-web preset").
+NOISE = 2.25
 
 
 def manifest_path(out: Path) -> Path:
@@ -146,6 +157,18 @@ def build(files: int, before_ns: int, rng: np.random.Generator) -> dict[str, Any
         else pa.array(values[order], schema.field(name).type)
         for name, values in columns.items()
     }
+
+
+def ranked(
+    paths: list[str], sizes: npt.NDArray[np.int64], source: str, rng: np.random.Generator
+) -> site.Site:
+    """The site with its files in the preset's popularity order (rank 1 first): by ln(size)
+    plus ``NOISE``·N(0, 1), so small files tend to rank high, with many exceptions."""
+    import numpy as np
+
+    key = np.log(np.maximum(sizes, 1)) + NOISE * rng.standard_normal(len(paths))
+    order = np.argsort(key, kind="stable")
+    return site.Site([paths[i] for i in order.tolist()], sizes[order], source)
 
 
 def _bfs_ranks(parent: npt.NDArray[np.int64], names: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
