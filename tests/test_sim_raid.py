@@ -14,7 +14,8 @@ from support.cli import assert_user_error, iowatt, runs_in
 
 KEYS = {
     "personality", "seeds", "energy_j", "energy_saving_vs_raid0", "mean_w", "latency_s",
-    "completion_s", "success_rate", "timeouts", "spin_cycles", "cache_hits",
+    "completion_s", "success_rate", "timeouts", "spin_cycles", "most_cycles_a_day",
+    "rated_cycles_per_day", "cache_hits",
 }  # fmt: skip
 
 
@@ -55,9 +56,13 @@ def test_the_json_table_is_each_personality_against_raid0(capsys, tmp_path, day_
     assert runs["personality"].to_pylist() == ["raid0", "lru", "paraid"]
     power = pq.read_table(run_dir / "raid_power.parquet").to_pylist()
     array = [p for p in power if p["personality"] == "raid0" and p["disk"] is None]
-    # The bins add up to the run's energy.
+    # The bins add up to the run's energy; each is as wide as the run lasted into it.
     assert sum(p["energy_j"] for p in array) == pytest.approx(raid0["energy_j"])
     assert all(p["spinning"] == pytest.approx(4.0) for p in array), "RAID-0 never spins down"
+    assert sum(p["width_s"] for p in array) == pytest.approx(runs["duration_s"][0].as_py())
+    assert {p["width_s"] for p in array[:-1]} == {15.0} and 0 < array[-1]["width_s"] <= 15
+    last = array[-1]
+    assert last["mean_w"] == pytest.approx(last["energy_j"] / last["width_s"])
 
 
 def test_the_report_leads_with_the_table_and_draws_the_study_s_figures(capsys, tmp_path, day_log):

@@ -177,6 +177,14 @@ class Emulation:
     def follow(self, value: float) -> float: ...
 
 def raid_simulate(
-    config_json: str, n: int, t_ns: bytes, offset: bytes, bytes: bytes, write: bytes, seed: int
+    config_json: str,
+    n: int,
+    t_ns: bytes,
+    offset: bytes,
+    bytes: bytes,
+    write: bytes,
+    dir_at: bytes,
+    inode_at: bytes,
+    seed: int,
 ) -> dict[str, Any]: ...
 def tasks_simulate(config_json: str) -> dict[str, Any]: ...

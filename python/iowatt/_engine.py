@@ -772,8 +772,9 @@ def raid_simulate(
 ) -> dict[str, Any]:
     """One RAID personality on a trace (``crates/iowatt-sim/src/raid``): ``config`` holds
     ``array`` and ``spec``; ``columns`` the trace's ``t_ns``, ``offset`` and ``bytes`` as
-    little-endian uint64 buffers, and ``write`` (uint8 flags; absent: all read). Refused input
-    raises :class:`ConfigError`."""
+    little-endian uint64 buffers, ``write`` (uint8 flags; absent: all read), and a web trace's
+    ``dir_at`` and ``inode_at`` (its files' metadata blocks; absent: a block trace). Refused
+    input raises :class:`ConfigError`."""
     sent = Encoded(config)
     try:
         return cast(
@@ -786,6 +787,8 @@ def raid_simulate(
                     columns["offset"],
                     columns["bytes"],
                     columns.get("write", b""),
+                    columns.get("dir_at", b""),
+                    columns.get("inode_at", b""),
                     seed,
                 )
             ),

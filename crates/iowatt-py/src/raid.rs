@@ -2,6 +2,7 @@
 //! seed — the array and personality in as JSON, the trace as column buffers, every request's
 //! times and every disk's energy out. The simulation runs without the GIL.
 
+use iowatt_metrics::LatencyHistogram;
 use iowatt_sim::raid::{simulate, ArrayConfig, RaidError, Spec, Trace};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -20,8 +21,21 @@ fn config_error(py: Python<'_>, message: String) -> PyErr {
     raise(py, "ConfigError", message, None)
 }
 
+/// `(value_ns, count)` buckets of `ns` as two little-endian uint64 buffers.
+fn histogram<'py>(
+    py: Python<'py>,
+    ns: &[u64],
+) -> PyResult<(Bound<'py, pyo3::types::PyBytes>, Bound<'py, pyo3::types::PyBytes>)> {
+    let mut h = LatencyHistogram::new();
+    ns.iter().for_each(|&v| h.record(v));
+    let (values, counts): (Vec<u64>, Vec<u64>) =
+        h.buckets().iter().map(|b| (b.value_ns, b.count)).unzip();
+    Ok((column_bytes(py, &values)?, column_bytes(py, &counts)?))
+}
+
 /// Simulates the `n` requests (`t_ns`, `offset`, `bytes`: little-endian uint64 buffers;
-/// `write`: a uint8 flag each, or empty when all read) on the array and personality of
+/// `write`: a uint8 flag each, or empty when all read; `dir_at`, `inode_at`: each file's
+/// metadata blocks, or empty for a block trace) on the array and personality of
 /// `config_json` with `seed`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -33,6 +47,8 @@ pub fn raid_simulate<'py>(
     offset: &[u8],
     bytes: &[u8],
     write: &[u8],
+    dir_at: &[u8],
+    inode_at: &[u8],
     seed: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let request: Request = serde_json::from_str(config_json)
@@ -56,6 +72,16 @@ pub fn raid_simulate<'py>(
                 .map(|w| w != 0)
                 .collect()
         },
+        dir_at: if dir_at.is_empty() {
+            Vec::new()
+        } else {
+            values(dir_at, n).ok_or_else(shape)?
+        },
+        inode_at: if inode_at.is_empty() {
+            Vec::new()
+        } else {
+            values(inode_at, n).ok_or_else(shape)?
+        },
     };
     let run = py
         .detach(|| simulate(&request.array, &request.spec, &trace, seed))
@@ -66,7 +92,12 @@ pub fn raid_simulate<'py>(
     d.set_item("latency_ns", column_bytes(py, &run.latency_ns)?)?;
     d.set_item("completion_ns", column_bytes(py, &run.completion_ns)?)?;
     d.set_item("energy_j", run.energy_j.clone())?;
+    d.set_item("latency_hist", histogram(py, &run.latency_ns)?)?;
+    d.set_item("completion_hist", histogram(py, &run.completion_ns)?)?;
     d.set_item("spin_cycles", run.spin_cycles.clone())?;
+    d.set_item("most_cycles_a_day", run.most_cycles_a_day.clone())?;
+    d.set_item("fs_reads", run.fs_reads)?;
+    d.set_item("fs_writes", run.fs_writes)?;
     let bins = |b: &Vec<Vec<f64>>| -> PyResult<Vec<Bound<'py, pyo3::types::PyBytes>>> {
         b.iter().map(|v| column_bytes(py, v)).collect()
     };

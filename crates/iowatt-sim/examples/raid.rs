@@ -42,6 +42,8 @@ fn main() {
         stripe_bytes: 64 << 10,
         bin_s: 15.0,
         cache_bytes: 0,
+        spinup_stagger_s: 0.0,
+        fs: None,
     };
     // A month at about 1.35 requests/s, exponential gaps, files of 4 KiB–1 MiB.
     let mut rng = Streams::new(1).stream(99);
@@ -52,7 +54,13 @@ fn main() {
         trace.offset.push(rng.below(100_000_000_000));
         trace.bytes.push(4096 << rng.below(9));
     }
-    for spec in [Spec::Raid0, Spec::Lru { timeout_s: None }] {
+    for spec in [
+        Spec::Raid0,
+        Spec::Lru {
+            timeout_s: None,
+            cycles_per_day: None,
+        },
+    ] {
         let start = Instant::now();
         let run = simulate(&array, &spec, &trace, 1).expect("runs");
         let energy: f64 = run.energy_j.iter().sum();

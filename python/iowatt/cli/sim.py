@@ -309,9 +309,20 @@ cycles per personality; the disk models and their sources are in docs/sim-raid.m
 @click.option(
     "--speedup",
     type=float,
-    default=1.0,
+    help="Serve the trace this many times faster  [default: a replay run's own, else 1]",
+)
+@click.option(
+    "--arrival-jitter",
+    default="uniform",
     show_default=True,
-    help="Serve the trace this many times faster.",
+    help="A web log's requests within their second: uniform (seeded) or none (its start).",
+)
+@click.option(
+    "--max-bad",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Unreadable lines a block trace may have (counted in the run).",
 )
 @click.option("--timeout", default="30s", show_default=True, help="A client's timeout.")
 @click.option("--cache", default="0", show_default=True, help="Page cache size, e.g. 1g.")

@@ -111,7 +111,10 @@ def power_figure(run_dir: Path, order: Sequence[str], seed: int) -> str | None:
         part = table.filter(pc.equal(table["personality"], p)).sort_by("t_s")
         if part.num_rows == 0:
             continue
-        t = part["t_s"].to_numpy() / unit
+        # Steps start at each bin; one more point closes the last at its own width.
+        starts = part["t_s"].to_numpy()
+        width = _last_width(part, starts)
+        t = np.append(starts, starts[-1] + width) / unit
         # The baseline on top: LRU's bins swing widely and would hide its flat line.
         kw: dict[str, Any] = {
             "color": f"C{i % 10}",
@@ -119,8 +122,9 @@ def power_figure(run_dir: Path, order: Sequence[str], seed: int) -> str | None:
             "drawstyle": "steps-post",
             "zorder": 3 if p == "raid0" else 2,
         }
-        top.plot(t, part["mean_w"].to_numpy(), label=_name(p), **kw)
-        bottom.plot(t, part["spinning"].to_numpy(), **kw)
+        watts, spinning = part["mean_w"].to_numpy(), part["spinning"].to_numpy()
+        top.plot(t, np.append(watts, watts[-1]), label=_name(p), **kw)
+        bottom.plot(t, np.append(spinning, spinning[-1]), **kw)
         drawn.append(_name(p))
     if not drawn:
         return None
@@ -135,6 +139,13 @@ def power_figure(run_dir: Path, order: Sequence[str], seed: int) -> str | None:
         ax.grid(alpha=0.3)
     _legend(fig, drawn)
     return _to_svg(fig, "raid-power")
+
+
+def _last_width(part: pa.Table, starts: npt.NDArray[np.float64]) -> float:
+    """The last bin's width: stored (a run ending within it), else the bins' spacing."""
+    if "width_s" in part.column_names and part["width_s"][-1].is_valid:
+        return float(part["width_s"][-1].as_py())
+    return float(starts[1] - starts[0]) if starts.size > 1 else 0.0
 
 
 def _ranges(pf: pq.ParquetFile) -> dict[str, tuple[float, float]]:

@@ -2,9 +2,11 @@
 (the power-and-performance framework study's comparison), written as a run of kind
 ``sim-raid`` (its files are in docs/run-store.md).
 
-Every personality sees the same requests and, per seed, the same rotational positions; figures
-against RAID-0 compare runs of the same seed. A request slower than ``--timeout`` counts as
-failed, as the study's web server timed its clients out.
+Every personality sees the same requests and, per seed, the same arrivals (a web log's
+second drawn apart by ``--arrival-jitter``) and rotational positions; figures against RAID-0
+compare runs of the same seed. A request slower than ``--timeout`` counts as failed, as the
+study's web server timed its clients out. Each run's requests are written as it ends, and only
+their histograms kept, so memory does not grow with personalities × seeds.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.sim import record
 from iowatt.sim.disks import disk_model
 from iowatt.sim.model import load_overridden
-from iowatt.sim.requests import Requests, load_requests
+from iowatt.sim.requests import Requests, check_arrival_jitter, check_max_bad, load_requests
 from iowatt.trace.filters import Filters
 from iowatt.units import check_int, parse_duration, parse_int_list, parse_list, parse_size
 
@@ -39,14 +41,14 @@ class RaidPlan:
     seeds: list[int]
     timeout_s: float
     cache_bytes: int
-    speedup: float
+    arrival_jitter: str
     results: Path
     labels: dict[str, str] = field(default_factory=dict)
     report: bool = True
     notes: list[str] = field(default_factory=list)
 
     def array(self) -> dict[str, Any]:
-        a = self.params["array"]
+        a, fs = self.params["array"], self.params["fs"]
         return {
             "model": self.model,
             "model_name": self.model_name,
@@ -54,18 +56,45 @@ class RaidPlan:
             "stripe_bytes": round(a["stripe_kb"] * 1024),
             "bin_s": a["bin_s"],
             "cache_bytes": self.cache_bytes,
+            # Controllers stagger larger arrays; two disks draw little enough at once.
+            "spinup_stagger_s": a["spinup_stagger_s"] if self.disks > 2 else 0.0,
+            "fs": self.fs_model() if fs["enabled"] else None,
+        }
+
+    def fs_model(self) -> dict[str, Any]:
+        fs = self.params["fs"]
+        # The journal sits in the middle block group, as mke2fs puts it.
+        middle = self.requests.array_bytes() // 2
+        group = round(fs["group_mb"] * 2**20)
+        return {
+            "atime": fs["atime"],
+            "writeback_s": fs["writeback_s"],
+            "expire_s": fs["expire_s"],
+            "journal": fs["journal"],
+            "commit_s": fs["commit_s"],
+            "journal_offset": middle // group * group,
+            "journal_bytes": round(fs["journal_mb"] * 2**20),
+            "metadata_cache_bytes": round(fs["metadata_cache_mb"] * 2**20),
         }
 
     def spec(self, name: str) -> dict[str, Any]:
         if name == "raid0":
             return {"personality": "raid0"}
         if name == "lru":
-            t = self.params["lru"]["timeout_s"]
-            return {"personality": "lru", "timeout_s": t if t > 0 else None}
+            t, c = self.params["lru"]["timeout_s"], self.params["lru"]["cycles_per_day"]
+            return {
+                "personality": "lru",
+                "timeout_s": t if t > 0 else None,
+                "cycles_per_day": c if c > 0 else None,
+            }
         p = dict(self.params["paraid"])
         p["cycles_per_day"] = p["cycles_per_day"] if p["cycles_per_day"] > 0 else None
         p["gears"] = [int(g) for g in p["gears"]]
         return {"personality": "paraid", **p}
+
+    def rated_cycles_per_day(self) -> float:
+        """The spin-downs a day the disk's rating allows over five years of service."""
+        return float(self.model["start_stop_cycles"]) / (5 * 365)
 
     def recorded(self) -> dict[str, Any]:
         return {
@@ -74,8 +103,18 @@ class RaidPlan:
             "personalities": {p: self.spec(p) for p in self.personalities},
             "seeds": self.seeds,
             "timeout_s": self.timeout_s,
-            "speedup": self.speedup,
+            "speedup": self.requests.speedup,
+            "arrival_jitter": self.arrival_jitter,
         }
+
+    def columns(self, seed: int) -> dict[str, bytes]:
+        """The trace as the engine takes it, with the seed's arrivals."""
+        columns = self.requests.columns()
+        arrivals = self.requests.arrivals(seed, self.arrival_jitter)
+        columns["t_ns"] = arrivals.astype("<u8").tobytes()
+        if self.params["fs"]["enabled"]:
+            columns.update(self.requests.metadata(self.params["fs"]))
+        return columns
 
 
 def plan(
@@ -89,7 +128,9 @@ def plan(
     fmt: str = "combined",
     tree: Path | None = None,
     filters: Filters | None = None,
-    speedup: float = 1.0,
+    speedup: float | None = None,
+    max_bad: int = 0,
+    arrival_jitter: str = "uniform",
     timeout: str = "30s",
     cache: str = "0",
     seed: str = "1",
@@ -118,45 +159,90 @@ def plan(
     if seeds is not None:
         check_int(seeds, "--seeds", 1, 1000, "--seeds 5")
         seed_list = [seed_list[0] + i for i in range(seeds)]
+    check_arrival_jitter(arrival_jitter)
+    check_max_bad(max_bad)
     model = disk_model(disk_model_name, disk_models)
-    requests = load_requests(trace, fmt, speedup, tree, filters)
+    loaded = load_overridden(PARAMS, params, "--params")
+    _check_params(loaded)
+    requests = load_requests(trace, fmt, speedup, tree, filters, max_bad=max_bad)
     if len(requests) == 0:
         raise ConfigError(f"trace `{trace}` has no request the array would serve", "")
-    return RaidPlan(
+    config = RaidPlan(
         requests=requests,
         model_name=disk_model_name,
         model=model,
         disks=disks,
         personalities=chosen,
-        params=load_overridden(PARAMS, params, "--params"),
+        params=loaded,
         seeds=seed_list,
         timeout_s=timeout_s,
         cache_bytes=parse_size(cache, "--cache"),
-        speedup=speedup,
+        arrival_jitter=arrival_jitter,
         results=results,
         labels=labels or {},
         report=report,
         notes=notes,
     )
+    _dry_run(config)
+    return config
+
+
+def _check_params(params: dict[str, Any]) -> None:
+    """What the engine would only refuse mid-run, refused before anything is simulated."""
+    checks = [
+        ("array.spinup_stagger_s", params["array"]["spinup_stagger_s"]),
+        ("lru.timeout_s", params["lru"]["timeout_s"]),
+        ("lru.cycles_per_day", params["lru"]["cycles_per_day"]),
+        ("paraid.cycles_per_day", params["paraid"]["cycles_per_day"]),
+    ]
+    for key, value in checks:
+        if value < 0:
+            raise ConfigError(
+                f"--params {key} = {value} must be 0 or more",
+                '0 means the default (docs/sim-raid.md, "Parameters")',
+            )
+    atime = params["fs"]["atime"]
+    if atime not in ("strict", "relatime", "noatime"):
+        raise ConfigError(
+            f"--params fs.atime = `{atime}` is unknown", "one of strict, relatime, noatime"
+        )
+
+
+def _dry_run(config: RaidPlan) -> None:
+    """Every personality's parameters through the engine's own checks on an empty trace (a
+    PARAID threshold outside 0..1 is refused here, not after RAID-0 has run)."""
+    from iowatt._engine import raid_simulate
+
+    empty = {"t_ns": b"", "offset": b"", "bytes": b"", "write": b""}
+    for p in config.personalities:
+        raid_simulate({"array": config.array(), "spec": config.spec(p)}, empty, 0, 0)
 
 
 def simulate_all(
-    config: RaidPlan, note: Callable[[str], None] = lambda _: None
+    config: RaidPlan,
+    note: Callable[[str], None] = lambda _: None,
+    each: Callable[[dict[str, Any]], None] = lambda _: None,
 ) -> tuple[list[dict[str, Any]], IowattError | None]:
-    """Every personality × seed on the engine, in that order; stops at Ctrl-C with what is done."""
+    """Every seed × personality on the engine, in that order (a seed's comparison complete
+    before the next's); ``each`` gets every run with its requests' times, which are then
+    dropped for their histograms. Stops at Ctrl-C with what is done."""
     from iowatt._engine import raid_simulate
+    from iowatt.sim.raid_tables import summarise
 
-    columns, n = config.requests.columns(), len(config.requests)
+    n = len(config.requests)
     out: list[dict[str, Any]] = []
     total = len(config.personalities) * len(config.seeds)
     try:
-        for p in config.personalities:
-            for seed in config.seeds:
+        for seed in config.seeds:
+            columns = config.columns(seed)
+            for p in config.personalities:
                 started = time.monotonic()
                 r = raid_simulate(
                     {"array": config.array(), "spec": config.spec(p)}, columns, n, seed
                 )
-                out.append({"personality": p, "seed": seed, **r})
+                r = {"personality": p, "seed": seed, **r, "t_ns": columns["t_ns"]}
+                each(r)
+                out.append(summarise(r, config.timeout_s))
                 note(
                     f"{len(out)}/{total} simulated: {p}, seed {seed}, "
                     f"{time.monotonic() - started:.1f} s"
@@ -172,10 +258,13 @@ def run(config: RaidPlan, note: Callable[[str], None] = lambda _: None) -> Path:
 
     for n in config.notes:
         note(n)
+    from iowatt.sim.raid_tables import RequestWriter
+
     writer = RunWriter(config.results, new_run_id("sim-raid"))
     started_ns = time.time_ns()
     try:
-        results, failure = simulate_all(config, note)
+        with RequestWriter(writer, config) as requests:
+            results, failure = simulate_all(config, note, requests.write)
     except BaseException:
         writer.abandon()
         raise
@@ -197,7 +286,7 @@ def _write(
     from iowatt.sim import raid_tables as t
     from iowatt.store.catalog import publish
 
-    rows = t.run_rows(writer.run_id, results, config.timeout_s)
+    rows = t.run_rows(writer.run_id, results, config.rated_cycles_per_day())
     reason = None if failure is None else failure.message
     writer.finish(
         "sim-raid",
@@ -211,10 +300,6 @@ def _write(
     bin_s = config.params["array"]["bin_s"]
     writer.write_table("raid_runs.parquet", t.run_table(rows))
     writer.write_table("raid_power.parquet", t.power_table(writer.run_id, results, bin_s))
-    writer.write_table(
-        "raid_requests.parquet",
-        t.request_table(writer.run_id, results, config.requests, config.timeout_s),
-    )
     run_dir: Path = publish(writer)
     if config.report:
         from iowatt.report import write_report  # matplotlib is slow to import; only when needed
@@ -240,4 +325,4 @@ def grid_rows(config: RaidPlan, model: dict[str, Any]) -> list[dict[str, Any]]:
     results, failure = simulate_all(point)
     if failure is not None:
         raise failure
-    return t.personality_table(results, t.run_rows("", results, point.timeout_s))
+    return t.personality_table(results, t.run_rows("", results, point.rated_cycles_per_day()))

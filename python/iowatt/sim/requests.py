@@ -21,7 +21,7 @@ seeded rule (``--arrival-jitter``). A block trace keeps its own times.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,6 +95,10 @@ class Requests:
     # times of its own (a block trace, or a web trace spread within its seconds).
     second: npt.NDArray[np.int64] | None = None
     speedup: float = 1.0
+    # A web trace's files in layout order (their offsets and directories), and each request's
+    # file among them; None for a block trace.
+    files: tuple[U64, list[str]] | None = None
+    file_of: npt.NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return int(self.t_ns.size)
@@ -109,6 +113,20 @@ class Requests:
 
     def array_bytes(self) -> int:
         return int((self.offset + self.size).max()) if len(self) else 0
+
+    def metadata(self, fs: Mapping[str, Any]) -> dict[str, bytes]:
+        """A web trace's columns ``dir_at`` and ``inode_at`` (each request's file's metadata
+        blocks, :mod:`iowatt.sim.fs_layout`) for the file system of ``fs``; none for a block
+        trace, whose requests hold their file system's already."""
+        if self.files is None or self.file_of is None:
+            return {}
+        from iowatt.sim.fs_layout import metadata_blocks
+
+        dir_at, inode_at = metadata_blocks(*self.files, fs)
+        return {
+            "dir_at": dir_at[self.file_of].astype("<u8").tobytes(),
+            "inode_at": inode_at[self.file_of].astype("<u8").tobytes(),
+        }
 
     def arrivals(self, seed: int, rule: str) -> U64:
         """Each request's arrival (ns, in time order) under ``rule``: for a web trace of whole
@@ -541,6 +559,12 @@ def _web(
     size = size[keep]
     where, known = _layout(targets, size, tree)
     offset = np.array([where[t] for t in targets], dtype=np.uint64)
+    number = {name: i for i, name in enumerate(where)}
+    file_of = np.array([number[t] for t in targets], dtype=np.int64)
+    files = (
+        np.fromiter(where.values(), dtype=np.uint64, count=len(where)),
+        [name.rsplit("/", 1)[0] or "/" for name in where],
+    )
     # Whole seconds (a log's, or a split's or replay's spread `start`): arrivals() may jitter.
     second = None
     if not (offsets_ns % NS).any():
@@ -566,6 +590,8 @@ def _web(
         },
         second=second,
         speedup=speedup,
+        files=files,
+        file_of=file_of,
     )
 
 

@@ -326,8 +326,15 @@ RAID_RUN_SCHEMA = pa.schema(
         ("success_rate", pa.float64()),
         ("timeouts", pa.int64()),
         ("spin_cycles", pa.list_(pa.int64())),
+        # Each disk's most spin-downs in any day of the trace, against its rating's share a
+        # day (rated start/stop cycles over five years).
+        ("most_cycles_a_day", pa.list_(pa.int64())),
+        ("rated_cycles_per_day", pa.float64()),
         ("gear_shifts", pa.int64()),
         ("synced_bytes", pa.int64()),
+        # The file system's own metadata reads and inode/journal writes, in 4 KiB blocks.
+        ("fs_reads", pa.int64()),
+        ("fs_writes", pa.int64()),
     ]
 )
 RAID_POWER_SCHEMA = pa.schema(
@@ -337,6 +344,8 @@ RAID_POWER_SCHEMA = pa.schema(
         ("seed", pa.int64()),
         ("disk", pa.int64()),
         ("t_s", pa.float64()),
+        # The bin's width: bin_s, less for the last when the run ends within it.
+        ("width_s", pa.float64()),
         ("energy_j", pa.float64()),
         ("mean_w", pa.float64()),
         ("standby_s", pa.float64()),

@@ -5,13 +5,17 @@
 //! gives the models and their sources.
 
 mod cache;
+mod fs;
 mod personality;
 mod sim;
 
 use thiserror::Error;
 
 pub use crate::disk::{DiskModel, Kind, Power, State};
-pub use personality::{Extent, Lru, Paraid, ParaidParams, Personality, Raid0, Spec, Striping};
+pub use fs::{Atime, Fs, FsConfig};
+pub use personality::{
+    Actions, DailyBudget, Extent, Lru, Paraid, ParaidParams, Personality, Raid0, Spec, Striping,
+};
 pub use sim::{Array, RaidRun, Trace};
 
 use crate::Streams;
@@ -42,6 +46,12 @@ pub struct ArrayConfig {
     pub bin_s: f64,
     /// The page cache in front of the array, bytes (0: none).
     pub cache_bytes: u64,
+    /// Spin-ups start at least this far apart (a controller limiting inrush current), s.
+    #[serde(default)]
+    pub spinup_stagger_s: f64,
+    /// The file system's own traffic, for a trace that gives its files' metadata blocks.
+    #[serde(default)]
+    pub fs: Option<FsConfig>,
 }
 
 impl ArrayConfig {
@@ -64,6 +74,15 @@ impl ArrayConfig {
                 self.bin_s
             )));
         }
+        if !(self.spinup_stagger_s.is_finite() && self.spinup_stagger_s >= 0.0) {
+            return Err(RaidError::Config(format!(
+                "spinup_stagger_s = {} must be 0 or more",
+                self.spinup_stagger_s
+            )));
+        }
+        if let Some(fs) = &self.fs {
+            fs.check()?;
+        }
         if trace.len() >= u32::MAX as usize {
             return Err(RaidError::Config(format!(
                 "{} requests: the simulator takes at most {} at once",
@@ -71,10 +90,16 @@ impl ArrayConfig {
                 u32::MAX
             )));
         }
-        if !trace.write.is_empty() && trace.write.len() != trace.len() {
-            return Err(RaidError::Config(
-                "the trace's write flags do not match its requests".into(),
-            ));
+        for (name, len) in [
+            ("write flags", trace.write.len()),
+            ("directory blocks", trace.dir_at.len()),
+            ("inode blocks", trace.inode_at.len()),
+        ] {
+            if len != 0 && len != trace.len() {
+                return Err(RaidError::Config(format!(
+                    "the trace's {name} do not match its requests"
+                )));
+            }
         }
         let capacity = self.model.capacity_bytes() as u128 * self.disks as u128;
         for i in 0..trace.len() {
@@ -117,16 +142,21 @@ pub fn simulate(
     let striping = array.striping();
     let mut personality: Box<dyn Personality> = match spec {
         Spec::Raid0 => Box::new(Raid0 { striping }),
-        Spec::Lru { timeout_s } => {
+        Spec::Lru {
+            timeout_s,
+            cycles_per_day,
+        } => {
             let t = timeout_s.unwrap_or_else(|| array.model.break_even_s());
             if t.is_nan() || t <= 0.0 {
                 return Err(RaidError::Config(format!(
                     "LRU's idle timeout {t} s must be above 0"
                 )));
             }
+            check_budget("lru", *cycles_per_day)?;
             Box::new(Lru {
                 striping,
                 timeout_ns: (t.min(1e9) * 1e9) as u64,
+                budget: DailyBudget::new(*cycles_per_day, array.disks),
             })
         }
         Spec::Paraid(p) => {
@@ -154,6 +184,11 @@ pub fn simulate(
         }
     };
     let bin_ns = (array.bin_s * 1e9).round() as u64;
+    let fs = array
+        .fs
+        .clone()
+        .filter(|_| !trace.inode_at.is_empty())
+        .map(Fs::new);
     let run = Array::new(
         &array.model,
         array.disks,
@@ -162,8 +197,19 @@ pub fn simulate(
         |d| streams.stream(d as u64),
     )
     .with_cache(array.cache_bytes)
+    .with_fs(fs)
+    .with_stagger((array.spinup_stagger_s * 1e9).round() as u64)
     .run(trace);
     Ok(run)
+}
+
+fn check_budget(personality: &str, cycles_per_day: Option<f64>) -> Result<(), RaidError> {
+    match cycles_per_day {
+        Some(b) if !(b.is_finite() && b >= 0.0) => Err(RaidError::Config(format!(
+            "[{personality}] cycles_per_day = {b} must be 0 or more"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn check_paraid(p: &ParaidParams, disks: usize) -> Result<(), RaidError> {
@@ -200,6 +246,7 @@ fn check_paraid(p: &ParaidParams, disks: usize) -> Result<(), RaidError> {
             p.down, p.up
         ));
     }
+    check_budget("paraid", p.cycles_per_day)?;
     if !(p.min_dwell_s.is_finite() && p.min_dwell_s >= 0.0) {
         return bad(format!(
             "PARAID's `min_dwell_s` = {} must be 0 or more",

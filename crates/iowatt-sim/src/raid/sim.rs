@@ -1,12 +1,15 @@
 //! One personality on one trace: every request split over the disks it touches, each disk a
 //! FIFO queue with its head position and its power state, events in time order. A request's
-//! latency is until its first extent is served, its completion until its last (a striped
-//! request waits for its slowest member); energy is integrated state by state into bins.
+//! latency is until its first data extent is served, its completion until its last (a striped
+//! request waits for its slowest member, a file first for its metadata); energy is integrated
+//! state by state into bins. The file system's own reads and writes ([`Fs`]) and PARAID's
+//! copies queue on the disks like requests, counted in no request's times.
 
 use iowatt_metrics::Rng;
 
 use super::cache::PageCache;
-use super::personality::{Extent, Personality};
+use super::fs::{Fs, FsWrite, BLOCK};
+use super::personality::{Actions, Extent, Personality};
 use crate::disk::{Disk, DiskModel, Span, State};
 use crate::EventQueue;
 
@@ -18,6 +21,11 @@ pub struct Trace {
     pub bytes: Vec<u64>,
     /// Whether each request writes (empty: every request reads).
     pub write: Vec<bool>,
+    /// A web trace's files: the array offsets of each request's directory block and inode
+    /// block (u64::MAX: none), which the file system model reads and writes (empty: a block
+    /// trace, whose requests are the file system's already).
+    pub dir_at: Vec<u64>,
+    pub inode_at: Vec<u64>,
 }
 
 impl Trace {
@@ -30,24 +38,37 @@ impl Trace {
     }
 }
 
-/// The request index of a disk's catch-up write (PARAID's stale blocks): no request's.
-const SYNC: u32 = u32::MAX;
+/// What a disk serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Job {
+    /// A request's data.
+    Data(u32),
+    /// A request's metadata, read before its data.
+    Meta(u32),
+    /// The file system's writes and PARAID's copies: no request's.
+    Background,
+}
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
     Arrival(u32),
     Done(u16),
     SpunDown(u16),
+    /// A staggered spin-up's turn has come.
+    SpinUp(u16),
     SpunUp(u16),
     /// A disk's idle timer (one pending per disk at most: the heap holds no dead timers).
     Idle(u16),
     /// The personality's monitor.
     Monitor,
+    /// The file system's flusher, and its journal's commit.
+    Writeback,
+    Commit,
 }
 
 /// A disk of the array: the shared state machine, with what the personality needs beside it.
 struct Member {
-    disk: Disk<u32>,
+    disk: Disk<Job>,
     /// Whether the disk's idle timer is in the queue.
     timer: bool,
     /// Busy ns since the personality's monitor last looked, and a wake-up asked for while it
@@ -55,6 +76,12 @@ struct Member {
     busy_ns: u64,
     busy_mark: u64,
     wake: bool,
+    /// Waiting in standby for its turn to spin up (staggered).
+    turn: bool,
+    /// Spin-downs on the current day of the trace, and the most in any day.
+    day: u64,
+    today: u64,
+    most: u64,
 }
 
 /// What one run produced.
@@ -63,9 +90,11 @@ pub struct RaidRun {
     /// Per request: until its first extent was served, and until its last, ns.
     pub latency_ns: Vec<u64>,
     pub completion_ns: Vec<u64>,
-    /// Per disk: J, spin-downs, and J and seconds spun down (or spinning down) per bin.
+    /// Per disk: J, spin-downs (in all, and the most in any day of the trace), and J and
+    /// seconds spun down (or spinning down) per bin.
     pub energy_j: Vec<f64>,
     pub spin_cycles: Vec<u64>,
+    pub most_cycles_a_day: Vec<u64>,
     pub bin_energy_j: Vec<Vec<f64>>,
     pub bin_standby_s: Vec<Vec<f64>>,
     /// From the trace's start to the last event, ns.
@@ -74,8 +103,11 @@ pub struct RaidRun {
     pub gears: Vec<(u64, usize)>,
     /// Requests the page cache served.
     pub cache_hits: u64,
-    /// Bytes written back to disks that came back up (PARAID's stale replicas' homes).
+    /// Bytes PARAID copied: to disks that came back up, and to replicas before a down-shift.
     pub synced_bytes: u64,
+    /// The file system's reads (metadata) and writes (inodes, journal), in blocks.
+    pub fs_reads: u64,
+    pub fs_writes: u64,
 }
 
 pub struct Array<'a> {
@@ -89,7 +121,13 @@ pub struct Array<'a> {
     served: usize,
     extents: Vec<Extent>,
     cache: PageCache,
+    fs: Option<Fs>,
+    /// Spin-ups start at least this far apart, and when the next may.
+    stagger_ns: u64,
+    next_turn_ns: u64,
 }
+
+const DAY_NS: u64 = 86_400_000_000_000;
 
 impl<'a> Array<'a> {
     /// `streams(d)` is disk d's seeded stream (its rotational positions).
@@ -107,6 +145,10 @@ impl<'a> Array<'a> {
                 busy_ns: 0,
                 busy_mark: 0,
                 wake: false,
+                turn: false,
+                day: 0,
+                today: 0,
+                most: 0,
             })
             .collect::<Vec<_>>();
         let n = disks.len();
@@ -119,6 +161,7 @@ impl<'a> Array<'a> {
             out: RaidRun {
                 energy_j: vec![0.0; n],
                 spin_cycles: vec![0; n],
+                most_cycles_a_day: vec![0; n],
                 bin_energy_j: vec![Vec::new(); n],
                 bin_standby_s: vec![Vec::new(); n],
                 ..RaidRun::default()
@@ -127,7 +170,28 @@ impl<'a> Array<'a> {
             served: 0,
             extents: Vec::new(),
             cache: PageCache::new(0),
+            fs: None,
+            stagger_ns: 0,
+            next_turn_ns: 0,
         }
+    }
+
+    /// A page cache of `bytes` in front of the array.
+    pub fn with_cache(mut self, bytes: u64) -> Self {
+        self.cache = PageCache::new(bytes);
+        self
+    }
+
+    /// The file system's traffic (for a trace with its files' metadata).
+    pub fn with_fs(mut self, fs: Option<Fs>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// Spin-ups at least `ns` apart, as a controller staggers them.
+    pub fn with_stagger(mut self, ns: u64) -> Self {
+        self.stagger_ns = ns;
+        self
     }
 
     /// Moves disk `d` to `next` at `now`, charging the state it left.
@@ -185,10 +249,21 @@ impl<'a> Array<'a> {
         }
     }
 
+    /// Queues `job` on disk `d`, waking the disk if it needs to.
+    fn submit(&mut self, d: usize, job: Job, offset: u64, bytes: u64, now: u64) {
+        self.disks[d].disk.push(job, offset, bytes);
+        match self.disks[d].disk.state() {
+            State::Idle => self.start_next(d, now),
+            State::Standby => self.spin_up(d, now),
+            // Busy, spinning up or down: the queue is served when the disk is ready.
+            _ => {}
+        }
+    }
+
     /// Sets disk `d`'s idle timer to fire `timeout` after `from`, unless one is pending (it
     /// checks, when it fires, how long the disk has really idled).
     fn arm(&mut self, d: usize, from: u64) {
-        if let Some(timeout) = self.personality.idle_timeout_ns(d) {
+        if let Some(timeout) = self.personality.idle_timeout_ns(d, from) {
             if !self.disks[d].timer {
                 self.disks[d].timer = true;
                 self.queue.at(from + timeout, Ev::Idle(d as u16));
@@ -196,13 +271,39 @@ impl<'a> Array<'a> {
         }
     }
 
+    /// Spins disk `d` up now, or when the controller's stagger lets it.
     fn spin_up(&mut self, d: usize, now: u64) {
+        if self.disks[d].turn {
+            return; // its turn is coming
+        }
+        let turn = now.max(self.next_turn_ns);
+        self.next_turn_ns = turn + self.stagger_ns;
+        if turn > now {
+            self.disks[d].turn = true;
+            self.queue.at(turn, Ev::SpinUp(d as u16));
+            return;
+        }
         let (span, up) = self.disks[d].disk.spin_up(self.model, now);
         self.charge(d, span, State::SpinningUp);
         self.queue.at(up, Ev::SpunUp(d as u16));
     }
 
-    /// The personality looks at each disk's busy share since it last did, and may wake disks.
+    fn spin_down(&mut self, d: usize, now: u64) {
+        self.personality.spinning_down(now, d);
+        let member = &mut self.disks[d];
+        if now / DAY_NS != member.day {
+            member.day = now / DAY_NS;
+            member.today = 0;
+        }
+        member.today += 1;
+        member.most = member.most.max(member.today);
+        let (span, down) = self.disks[d].disk.spin_down(self.model, now);
+        self.charge(d, span, State::SpinningDown);
+        self.queue.at(down, Ev::SpunDown(d as u16));
+    }
+
+    /// The personality looks at each disk's busy share since it last did, and may wake disks
+    /// or have them copy.
     fn monitor(&mut self, now: u64) {
         let Some(every) = self.personality.monitor_every_ns() else {
             return;
@@ -222,9 +323,13 @@ impl<'a> Array<'a> {
             })
             .collect();
         let before = self.personality.gear();
-        let mut wake = Vec::new();
-        self.personality.monitor(now, &busy, &mut wake);
-        for d in wake {
+        let mut act = Actions::default();
+        self.personality.monitor(now, &busy, &mut act);
+        self.out.synced_bytes += act.copied;
+        for e in act.sync {
+            self.submit(e.disk, Job::Background, e.offset, e.bytes, now);
+        }
+        for d in act.wake {
             match self.disks[d].disk.state() {
                 State::Standby => self.spin_up(d, now),
                 State::SpinningDown => self.disks[d].wake = true,
@@ -251,14 +356,37 @@ impl<'a> Array<'a> {
         }
     }
 
-    /// A page cache of `bytes` in front of the array.
-    pub fn with_cache(mut self, bytes: u64) -> Self {
-        self.cache = PageCache::new(bytes);
-        self
+    /// The array's part of bytes at `offset` under `job`, queued on each disk it touches;
+    /// returns how many extents.
+    fn route(&mut self, job: Job, offset: u64, bytes: u64, write: bool, now: u64) -> u8 {
+        let mut extents = std::mem::take(&mut self.extents);
+        self.personality.route(offset, bytes, write, &mut extents);
+        for e in &extents {
+            self.submit(e.disk, job, e.offset, e.bytes, now);
+        }
+        let n = extents.len() as u8;
+        self.extents = extents;
+        n
+    }
+
+    /// The file system writes these blocks (through the personality, as any write).
+    fn fs_write(&mut self, writes: &[FsWrite], now: u64) {
+        for &(offset, bytes) in writes {
+            self.out.fs_writes += bytes.div_ceil(BLOCK);
+            self.route(Job::Background, offset, bytes, true, now);
+        }
     }
 
     fn arrive(&mut self, i: usize, now: u64, trace: &Trace) {
         let write = trace.write.get(i) == Some(&true);
+        let (dir_at, inode_at) = match (trace.dir_at.get(i), trace.inode_at.get(i)) {
+            (Some(&d), Some(&n)) => (d, n),
+            _ => (u64::MAX, u64::MAX),
+        };
+        if let Some(fs) = self.fs.as_mut().filter(|_| !write) {
+            // Even a read the page cache serves sets the file's access time.
+            fs.read(now, trace.offset[i], inode_at);
+        }
         // A write goes to the disks whatever the cache holds (and leaves it cached).
         if self.cache.access(trace.offset[i], trace.bytes[i]) && !write {
             self.out.cache_hits += 1;
@@ -267,43 +395,52 @@ impl<'a> Array<'a> {
             self.served += 1;
             return;
         }
-        let mut extents = std::mem::take(&mut self.extents);
-        self.personality.route(
-            trace.offset[i],
-            trace.bytes[i],
-            trace.write.get(i) == Some(&true),
-            &mut extents,
-        );
-        self.remaining[i] = extents.len() as u8;
-        for e in &extents {
-            let d = e.disk;
-            self.disks[d].disk.push(i as u32, e.offset, e.bytes);
-            match self.disks[d].disk.state() {
-                State::Idle => self.start_next(d, now),
-                State::Standby => self.spin_up(d, now),
-                // Busy, spinning up or down: the queue is served when the disk is ready.
-                _ => {}
+        if let Some(fs) = self.fs.as_mut() {
+            let mut blocks = Vec::new();
+            fs.lookup(dir_at, inode_at, &mut blocks);
+            if !blocks.is_empty() {
+                self.out.fs_reads += blocks.len() as u64;
+                let mut n = 0;
+                for at in blocks {
+                    n += self.route(Job::Meta(i as u32), at, BLOCK, false, now);
+                }
+                self.remaining[i] = n;
+                return;
             }
         }
-        self.extents = extents;
+        self.remaining[i] = self.route(
+            Job::Data(i as u32),
+            trace.offset[i],
+            trace.bytes[i],
+            write,
+            now,
+        );
     }
 
     fn done(&mut self, d: usize, now: u64, trace: &Trace) {
-        let serving = self.disks[d].disk.take_serving();
-        let Some(req) = serving.filter(|&r| r != SYNC) else {
-            return self.start_next(d, now);
-        };
-        let req = req as usize;
-        let waited = now - trace.t_ns[req];
-        if self.remaining[req] > 0 {
-            if self.out.latency_ns[req] == u64::MAX {
-                self.out.latency_ns[req] = waited;
+        match self.disks[d].disk.take_serving() {
+            Some(Job::Data(req)) => {
+                let req = req as usize;
+                let waited = now - trace.t_ns[req];
+                if self.out.latency_ns[req] == u64::MAX {
+                    self.out.latency_ns[req] = waited;
+                }
+                self.remaining[req] -= 1;
+                if self.remaining[req] == 0 {
+                    self.out.completion_ns[req] = waited;
+                    self.served += 1;
+                }
             }
-            self.remaining[req] -= 1;
-            if self.remaining[req] == 0 {
-                self.out.completion_ns[req] = waited;
-                self.served += 1;
+            Some(Job::Meta(req)) => {
+                let i = req as usize;
+                self.remaining[i] -= 1;
+                if self.remaining[i] == 0 {
+                    let write = trace.write.get(i) == Some(&true);
+                    self.remaining[i] =
+                        self.route(Job::Data(req), trace.offset[i], trace.bytes[i], write, now);
+                }
             }
+            Some(Job::Background) | None => {}
         }
         self.start_next(d, now);
     }
@@ -326,6 +463,13 @@ impl<'a> Array<'a> {
                 .gears
                 .extend(self.personality.gear().map(|g| (0, g)));
         }
+        if let Some(fs) = &self.fs {
+            self.queue.at(fs.writeback_every_ns(), Ev::Writeback);
+            if let Some(every) = fs.commit_every_ns() {
+                self.queue.at(every, Ev::Commit);
+            }
+        }
+        let mut writes = Vec::new();
         let mut end = 0;
         while let Some((now, ev)) = self.queue.next() {
             end = now;
@@ -343,12 +487,8 @@ impl<'a> Array<'a> {
                     self.disks[d].timer = false;
                     if self.disks[d].disk.state() == State::Idle {
                         let since = self.disks[d].disk.since_ns();
-                        match self.personality.idle_timeout_ns(d) {
-                            Some(t) if now >= since + t => {
-                                let (span, down) = self.disks[d].disk.spin_down(self.model, now);
-                                self.charge(d, span, State::SpinningDown);
-                                self.queue.at(down, Ev::SpunDown(d as u16));
-                            }
+                        match self.personality.idle_timeout_ns(d, now) {
+                            Some(t) if now >= since + t => self.spin_down(d, now),
                             // Idle again since the timer was set: wait out the rest.
                             Some(_) => self.arm(d, since),
                             None => {}
@@ -362,12 +502,19 @@ impl<'a> Array<'a> {
                         self.spin_up(d, now);
                     }
                 }
+                Ev::SpinUp(d) => {
+                    let d = usize::from(d);
+                    self.disks[d].turn = false;
+                    let (span, up) = self.disks[d].disk.spin_up(self.model, now);
+                    self.charge(d, span, State::SpinningUp);
+                    self.queue.at(up, Ev::SpunUp(d as u16));
+                }
                 Ev::SpunUp(d) => {
                     let d = usize::from(d);
                     let stale = self.personality.take_stale(d);
                     if stale > 0 {
                         // Brought up to date first, from the start of its data, in one pass.
-                        self.disks[d].disk.push_front(SYNC, 0, stale);
+                        self.disks[d].disk.push_front(Job::Background, 0, stale);
                         self.out.synced_bytes += stale;
                     }
                     let before = self.personality.gear();
@@ -376,9 +523,23 @@ impl<'a> Array<'a> {
                     self.start_next(d, now);
                 }
                 Ev::Monitor => self.monitor(now),
+                Ev::Writeback => {
+                    let fs = self.fs.as_mut().expect("only with a file system");
+                    fs.expired(now, &mut writes);
+                    let every = fs.writeback_every_ns();
+                    self.fs_write(&writes, now);
+                    self.queue.at(now + every, Ev::Writeback);
+                }
+                Ev::Commit => {
+                    let fs = self.fs.as_mut().expect("only with a journal");
+                    let commit = fs.commit();
+                    let every = fs.commit_every_ns().expect("a journal");
+                    self.fs_write(commit.as_slice(), now);
+                    self.queue.at(now + every, Ev::Commit);
+                }
             }
-            // Once every request is served, what is left (idle timers) would only act on an
-            // empty array after the trace: stop.
+            // Once every request is served, what is left (idle timers, the file system's
+            // periodic work) would only act on an array after the trace: stop.
             if self.served == n {
                 break;
             }
@@ -387,6 +548,7 @@ impl<'a> Array<'a> {
             let state = self.disks[d].disk.state();
             self.enter(d, end, state);
             self.out.spin_cycles[d] = self.disks[d].disk.cycles();
+            self.out.most_cycles_a_day[d] = self.disks[d].most;
         }
         self.out.end_ns = end;
         self.out

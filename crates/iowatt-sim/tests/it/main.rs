@@ -1,5 +1,6 @@
 mod mm1;
 mod raid;
+mod raid_published;
 mod server;
 mod shipped;
 mod tasks;

@@ -14,7 +14,7 @@ fn w(w: f64) -> Power {
 }
 
 /// Round numbers, so every figure can be worked out by hand.
-fn model() -> DiskModel {
+pub fn model() -> DiskModel {
     DiskModel {
         label: "test disk".into(),
         kind: Kind::Hdd,
@@ -37,7 +37,7 @@ fn model() -> DiskModel {
     }
 }
 
-fn array(disks: usize) -> ArrayConfig {
+pub fn array(disks: usize) -> ArrayConfig {
     ArrayConfig {
         model: model(),
         model_name: "test".into(),
@@ -45,10 +45,12 @@ fn array(disks: usize) -> ArrayConfig {
         stripe_bytes: 64 << 10,
         bin_s: 15.0,
         cache_bytes: 0,
+        spinup_stagger_s: 0.0,
+        fs: None,
     }
 }
 
-fn close(a: f64, b: f64) {
+pub fn close(a: f64, b: f64) {
     assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} vs {b}");
 }
 
@@ -146,6 +148,7 @@ fn an_idle_disk_spins_down_once_and_the_next_request_pays_the_spin_up() {
     };
     let lru = Spec::Lru {
         timeout_s: Some(10.0),
+        cycles_per_day: None,
     };
     let run = simulate(&array(1), &lru, &trace, 1).unwrap();
     assert_eq!(run.spin_cycles, vec![1]);
@@ -188,6 +191,7 @@ fn a_striped_request_to_sleeping_disks_waits_for_the_slowest() {
         &array(4),
         &Spec::Lru {
             timeout_s: Some(1.0),
+            cycles_per_day: None,
         },
         &trace,
         3,

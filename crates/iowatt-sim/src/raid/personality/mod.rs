@@ -20,18 +20,31 @@ pub struct Extent {
     pub bytes: u64,
 }
 
+/// What a personality's monitor asks of the array.
+#[derive(Debug, Default)]
+pub struct Actions {
+    /// Disks to spin up now.
+    pub wake: Vec<usize>,
+    /// Copies the disks must make before anything queued after them (PARAID's replicas
+    /// brought up to date before their home disks go off), and the bytes they copy.
+    pub sync: Vec<Extent>,
+    pub copied: u64,
+}
+
 pub trait Personality {
     /// The disk extents of `bytes` at array offset `offset` (a write when `write`), into `out`
     /// (cleared first).
     fn route(&mut self, offset: u64, bytes: u64, write: bool, out: &mut Vec<Extent>);
-    /// How long `disk` may idle before it is spun down (None: it never is).
-    fn idle_timeout_ns(&self, disk: usize) -> Option<u64>;
+    /// How long `disk` may idle at `now_ns` before it is spun down (None: it is not).
+    fn idle_timeout_ns(&self, disk: usize, now_ns: u64) -> Option<u64>;
+    /// `disk` starts spinning down at `now_ns`.
+    fn spinning_down(&mut self, _now_ns: u64, _disk: usize) {}
     /// How often [`Personality::monitor`] runs (None: never).
     fn monitor_every_ns(&self) -> Option<u64> {
         None
     }
-    /// With each disk's busy share since the last call: the disks to spin up now, into `wake`.
-    fn monitor(&mut self, _now_ns: u64, _busy: &[f64], _wake: &mut Vec<usize>) {}
+    /// With each disk's busy share since the last call: what the array must do now.
+    fn monitor(&mut self, _now_ns: u64, _busy: &[f64], _act: &mut Actions) {}
     /// `disk` has spun up (its queue is served next).
     fn spun_up(&mut self, _now_ns: u64, _disk: usize) {}
     /// Bytes `disk` must bring up to date before it serves (written while it was off), taken.
@@ -50,9 +63,12 @@ pub trait Personality {
 pub enum Spec {
     Raid0,
     /// `timeout_s`: the idle time before a spin-down; None: the disk's break-even time.
+    /// `cycles_per_day`: spin-downs allowed a day per disk; None: no limit (the study's LRU).
     Lru {
         #[serde(default)]
         timeout_s: Option<f64>,
+        #[serde(default)]
+        cycles_per_day: Option<f64>,
     },
     Paraid(ParaidParams),
 }
@@ -87,15 +103,64 @@ impl Striping {
             let within = at % unit;
             let take = (unit - within).min(end - at);
             let disk_offset = (stripe / n) * unit + within;
-            match out.iter_mut().find(|e| e.disk == disk) {
-                Some(e) => e.bytes = disk_offset + take - e.offset,
-                None => out.push(Extent {
-                    disk,
-                    offset: disk_offset,
-                    bytes: take,
-                }),
-            }
+            push_extent(out, disk, disk_offset, take);
             at += take;
         }
+    }
+}
+
+/// Adds `bytes` at `offset` of `disk` to a request's extents: to the disk's extent it
+/// continues, else as an extent of its own (a seek away).
+pub(crate) fn push_extent(out: &mut Vec<Extent>, disk: usize, offset: u64, bytes: u64) {
+    match out
+        .iter_mut()
+        .find(|e| e.disk == disk && e.offset + e.bytes == offset)
+    {
+        Some(e) => e.bytes += bytes,
+        None => out.push(Extent {
+            disk,
+            offset,
+            bytes,
+        }),
+    }
+}
+
+const DAY_NS: u64 = 86_400_000_000_000;
+
+/// Spin-downs a disk may make in a day of the trace: ⌊B⌋ of a budget of B a day (a disk rated
+/// for 50,000 start/stops over five years may make 27, not 28), or any number.
+#[derive(Debug, Clone)]
+pub struct DailyBudget {
+    allowed: Option<u64>,
+    day: u64,
+    used: Vec<u64>,
+}
+
+impl DailyBudget {
+    pub fn new(per_day: Option<f64>, disks: usize) -> Self {
+        Self {
+            allowed: per_day.map(|b| b.floor() as u64),
+            day: 0,
+            used: vec![0; disks],
+        }
+    }
+
+    /// Whether `disk` may spin down once more on the day of `now_ns`.
+    pub fn allows(&self, now_ns: u64, disk: usize) -> bool {
+        let used = if now_ns / DAY_NS == self.day {
+            self.used[disk]
+        } else {
+            0
+        };
+        self.allowed.is_none_or(|a| used < a)
+    }
+
+    /// `disk` spins down at `now_ns`.
+    pub fn spend(&mut self, now_ns: u64, disk: usize) {
+        if now_ns / DAY_NS != self.day {
+            self.day = now_ns / DAY_NS;
+            self.used.iter_mut().for_each(|u| *u = 0);
+        }
+        self.used[disk] += 1;
     }
 }

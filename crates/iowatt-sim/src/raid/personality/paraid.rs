@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Extent, Personality, Striping};
+use super::{push_extent, Actions, DailyBudget, Extent, Personality, Striping};
 
 /// PARAID's gears and shift rules (docs/sim-raid.md gives each default's source).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,28 +45,32 @@ impl Default for ParaidParams {
 /// monitor shifts up when the busiest powered disk's short utilisation average passes `up`,
 /// and down when the long average projected onto the lower gear stays under `down`, no
 /// sooner than the dwell after the last shift and within each disk's daily spin budget.
+///
+/// Replicas are kept as published: a replica unit is its own extent in the replica area (a
+/// seek away from the disk's own data); a write in a gear that powers a unit's home makes its
+/// replica stale, and a down-shift first copies what is stale from the disks going off to
+/// their replicas; a write in a gear that does not makes the home stale, copied back when the
+/// home disk spins up.
 pub struct Paraid {
     pub striping: Striping,
     pub params: ParaidParams,
     /// Where replicas start on a disk: after its share of the data, in the space server disks
     /// leave unused.
     pub replica_base: u64,
-    /// Daily spin-downs allowed per disk.
-    pub budget_per_day: f64,
+    budget: DailyBudget,
     gear: usize,
     target: usize,
     short: Vec<f64>,
     long: Vec<f64>,
     last_shift_ns: u64,
-    /// Spin-downs per disk in the current day, and the day.
-    cycles: Vec<u64>,
-    day: u64,
     waking: Vec<bool>,
     /// Bytes written to each powered-off disk's replicas since it went off.
     stale: Vec<u64>,
+    /// Bytes written to each powered disk since its replicas were last brought up to date,
+    /// and the lowest disk offset among them.
+    replica_stale: Vec<u64>,
+    replica_from: Vec<u64>,
 }
-
-const DAY_NS: u64 = 86_400_000_000_000;
 
 impl Paraid {
     pub fn new(
@@ -81,33 +85,41 @@ impl Paraid {
             striping,
             params,
             replica_base,
-            budget_per_day,
+            budget: DailyBudget::new(Some(budget_per_day), n),
             gear: top,
             target: top,
             short: vec![0.0; n],
             long: vec![0.0; n],
             last_shift_ns: 0,
-            cycles: vec![0; n],
-            day: 0,
             waking: vec![false; n],
             stale: vec![0; n],
+            replica_stale: vec![0; n],
+            replica_from: vec![u64::MAX; n],
         }
     }
 
     fn powered(&self) -> usize {
         self.params.gears[self.gear]
     }
+
+    /// Where the replica of stripe unit `stripe` (home disk `home`, off in a gear of `m`
+    /// disks) lives: its disk and the unit's start there.
+    fn replica(&self, stripe: u64, home: usize, m: usize) -> (usize, u64) {
+        let n = self.striping.disks as u64;
+        let r = stripe / n * (n - m as u64) + (home - m) as u64;
+        (
+            (r % m as u64) as usize,
+            self.replica_base + r / m as u64 * self.striping.unit,
+        )
+    }
 }
 
 impl Personality for Paraid {
     fn route(&mut self, offset: u64, bytes: u64, write: bool, out: &mut Vec<Extent>) {
         let m = self.powered();
-        if m == self.striping.disks {
-            return self.striping.route(offset, bytes, out);
-        }
-        // The units of powered-off disks come from their replicas, striped over the m disks.
         out.clear();
         let (n, unit) = (self.striping.disks as u64, self.striping.unit);
+        let lowest = self.params.gears[0];
         let (mut at, end) = (offset, offset + bytes.max(1));
         while at < end {
             let stripe = at / unit;
@@ -115,40 +127,40 @@ impl Personality for Paraid {
             let take = (unit - within).min(end - at);
             let home = (stripe % n) as usize;
             let (disk, disk_offset) = if home < m {
-                (home, (stripe / n) * unit + within)
+                let disk_offset = (stripe / n) * unit + within;
+                if write && home >= lowest {
+                    // Its replica (in a lower gear) no longer matches.
+                    self.replica_stale[home] += take;
+                    self.replica_from[home] = self.replica_from[home].min(disk_offset);
+                }
+                (home, disk_offset)
             } else {
                 if write {
                     // The home copy is now stale: copied back when its disk spins up.
                     self.stale[home] += take;
                 }
-                let r = stripe / n * (n - m as u64) + (home - m) as u64;
-                (
-                    (r % m as u64) as usize,
-                    self.replica_base + r / m as u64 * unit + within,
-                )
+                let (disk, unit_at) = self.replica(stripe, home, m);
+                (disk, unit_at + within)
             };
-            match out.iter_mut().find(|e| e.disk == disk) {
-                Some(e) => e.bytes += take,
-                None => out.push(Extent {
-                    disk,
-                    offset: disk_offset,
-                    bytes: take,
-                }),
-            }
+            push_extent(out, disk, disk_offset, take);
             at += take;
         }
     }
 
-    fn idle_timeout_ns(&self, disk: usize) -> Option<u64> {
+    fn idle_timeout_ns(&self, disk: usize, _now_ns: u64) -> Option<u64> {
         // A disk outside the gear spins down as soon as its queue is empty.
         (disk >= self.params.gears[self.target] && !self.waking[disk]).then_some(0)
+    }
+
+    fn spinning_down(&mut self, now_ns: u64, disk: usize) {
+        self.budget.spend(now_ns, disk);
     }
 
     fn monitor_every_ns(&self) -> Option<u64> {
         Some((self.params.sample_s * 1e9).round() as u64)
     }
 
-    fn monitor(&mut self, now_ns: u64, busy: &[f64], wake: &mut Vec<usize>) {
+    fn monitor(&mut self, now_ns: u64, busy: &[f64], act: &mut Actions) {
         let p = &self.params;
         let (a_short, a_long) = (
             (p.sample_s / p.short_s).min(1.0),
@@ -158,10 +170,6 @@ impl Personality for Paraid {
             *short += a_short * (b - *short);
             *long += a_long * (b - *long);
         }
-        if now_ns / DAY_NS != self.day {
-            self.day = now_ns / DAY_NS;
-            self.cycles.iter_mut().for_each(|c| *c = 0);
-        }
         if self.target != self.gear {
             return; // waiting for the next gear's disks to spin up
         }
@@ -169,7 +177,7 @@ impl Personality for Paraid {
         let hottest = self.short[..m].iter().copied().fold(0.0, f64::max);
         if hottest > p.up && self.gear + 1 < p.gears.len() {
             // Up-shifts answer load at once; only down-shifts wait out the dwell.
-            self.shift_up(now_ns, wake);
+            self.shift_up(now_ns, &mut act.wake);
             return;
         }
         if self.gear == 0 || now_ns < self.last_shift_ns + (p.min_dwell_s * 1e9) as u64 {
@@ -178,14 +186,12 @@ impl Personality for Paraid {
         let low = p.gears[self.gear - 1];
         let busiest = self.long[..m].iter().copied().fold(0.0, f64::max);
         let projected = busiest * m as f64 / low as f64;
-        let within_budget = (low..m).all(|d| (self.cycles[d] as f64) < self.budget_per_day);
+        let within_budget = (low..m).all(|d| self.budget.allows(now_ns, d));
         if projected < p.down && within_budget {
             self.gear -= 1;
             self.target = self.gear;
             self.last_shift_ns = now_ns;
-            for c in &mut self.cycles[low..m] {
-                *c += 1;
-            }
+            self.sync_replicas(low, m, act);
         }
     }
 
@@ -214,6 +220,30 @@ impl Paraid {
         for d in self.powered()..self.params.gears[self.target] {
             self.waking[d] = true;
             wake.push(d);
+        }
+    }
+
+    /// Before disks `low..m` go off: each reads what was written to it since its replicas were
+    /// last current, and the `low` disks that keep its replicas write their shares.
+    fn sync_replicas(&mut self, low: usize, m: usize, act: &mut Actions) {
+        for home in low..m {
+            let bytes = std::mem::take(&mut self.replica_stale[home]);
+            let from = std::mem::replace(&mut self.replica_from[home], u64::MAX);
+            if bytes == 0 {
+                continue;
+            }
+            act.copied += bytes;
+            act.sync.push(Extent {
+                disk: home,
+                offset: from,
+                bytes,
+            });
+            let share = bytes.div_ceil(low as u64);
+            act.sync.extend((0..low).map(|disk| Extent {
+                disk,
+                offset: self.replica_base,
+                bytes: share,
+            }));
         }
     }
 }

@@ -11,7 +11,7 @@ impl Personality for Raid0 {
         self.striping.route(offset, bytes, out);
     }
 
-    fn idle_timeout_ns(&self, _disk: usize) -> Option<u64> {
+    fn idle_timeout_ns(&self, _disk: usize, _now_ns: u64) -> Option<u64> {
         None
     }
 }
