@@ -384,6 +384,15 @@ def raid(
             f"{format_ns(lat['max'] * 1e9):>8} {format_ns(comp['p99'] * 1e9):>9} "
             f"{r['success_rate']:>8.2%}  {' '.join(f'{c:g}' for c in r['spin_cycles'])}"
         )
+    spun = [r for r in rows if any(r["most_cycles_a_day"])]
+    if spun:
+        most = "; ".join(
+            f"{r['personality']} {' '.join(str(c) for c in r['most_cycles_a_day'])}" for r in spun
+        )
+        click.echo(
+            f"most spin-downs in a day per disk: {most} "
+            f"(the rating allows {rows[0]['rated_cycles_per_day']:.1f} a day over five years)"
+        )
     click.echo(f"run {run_dir.name} written to {run_dir}")
     if (run_dir / "report.html").exists():
         click.echo(f"report: {run_dir / 'report.html'}")
