@@ -3,9 +3,10 @@
 
 Usage::
 
-    python bench/raid_sim.py                      # ~30 s
+    python bench/raid_sim.py                      # ~45 s
     python bench/raid_sim.py --requests 50000 --big-requests 1000000 --repeat 1
     python bench/raid_sim.py --smoke              # 5,000 and 50,000 requests, seconds
+    python bench/raid_sim.py --day-only           # part 3 alone, ~12 s
 
 The array is the `iowatt sim raid` default: 4 × ultrastar-36z15 striped in 64 KiB units
 (raid.toml), its config dicts built as `RaidPlan.array()` and `RaidPlan.spec()` build them.
@@ -32,6 +33,16 @@ disks, holds the rest as replicas, so the data may fill at most half); sizes log
    time`) of a fresh interpreter that reads the columns and runs the three personalities,
    keeping each result (as `iowatt sim raid` does), at 0, half and all of those requests: what
    it adds per request is the trace and the per-request outputs, and nothing else.
+3. The study's day (issue 39): `iowatt trace generate --preset study-web` (30 h, ~21,000
+   requests, its 509,000-file tree written beside the log), then `iowatt sim raid` on it with
+   the tree, 8× speed-up, `--day-seeds` seeds (3) and a 30 s timeout, `--day-repeat` times (3)
+   in a child under GNU time: the median and spread of the wall times, the child's peak RSS,
+   the per-personality table of its `--json` and the size of raid_requests.parquet. No goal: a
+   figure to quote. The machine's other load (load average; CPU the rest of the machine used
+   while the children ran, from /proc/stat) is printed beside the times.
+
+--smoke runs part 3 at `--scale 0.01` (a few hundred requests) and one seed, and checks only
+that it runs and that its JSON has the three personalities.
 """
 
 from __future__ import annotations
@@ -39,8 +50,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from _smoke import alternate, parse, python_peer, ratio_line
+from _smoke import alternate, parse, python_peer, ratio_line, render_table
 from iowatt._engine import raid_simulate
 from iowatt.sim.disks import disk_model
 from iowatt.sim.model import load_overridden
@@ -275,6 +288,125 @@ def peak_rss_mib(folder: Path, n: int, seed: int) -> float:
     return float(proc.stderr.strip().splitlines()[-1].split()[1]) / 1024
 
 
+def busy_jiffies() -> tuple[int, int] | None:
+    """(busy, all) CPU jiffies of the whole machine from /proc/stat, None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guests are in user)
+    return total - fields[3] - fields[4], total
+
+
+def load_line() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f}, {os.cpu_count()} CPUs"
+
+
+def timed_child(cmd: list[str]) -> tuple[float, float, float, subprocess.CompletedProcess[str]]:
+    """(wall s, peak RSS MiB, CPU s) of one child under GNU time, and what it printed.
+
+    GNU time reports its own child's maximum RSS: this interpreter's RUSAGE_CHILDREN would be the
+    largest of every child so far, and a child forked from here starts at this one's RSS."""
+    with tempfile.NamedTemporaryFile(prefix="raid-day-time-", mode="r") as out:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            ["/usr/bin/time", "-o", out.name, "-f", "%M %U %S", *cmd],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+        kib, user, system = out.read().strip().splitlines()[-1].split()
+    return wall, int(kib) / 1024, float(user) + float(system), proc
+
+
+def seconds_text(s: float) -> str:
+    return f"{s * 1e3:,.1f} ms" if s < 1 else f"{s:,.2f} s"
+
+
+def study_day(scale: float, seeds: int, repeat: int, smoke: bool) -> None:
+    """Part 3: the study's day generated, then `iowatt sim raid` on it, timed `repeat` times."""
+    iowatt = shutil.which("iowatt")
+    if iowatt is None:
+        sys.exit("part 3 needs the iowatt CLI on PATH: pip install -e . at the repository root")
+    which = "the study's day" if scale == 1 else f"the study's day at --scale {scale:g}"
+    print(f"\n3. {which}: iowatt trace generate --preset study-web, then\n   iowatt sim "
+          f"raid (tree, 8×, {seeds} seed{'s' * (seeds != 1)}, 30 s timeout), {repeat} "
+          f"runs")  # fmt: skip
+    print(f"   before: {load_line()}")
+    with tempfile.TemporaryDirectory(prefix="raid-day-") as tmp:
+        d = Path(tmp)
+        log, tree, results = d / "day.log", d / "day.tree.parquet", d / "r"
+        gen = [iowatt, "trace", "generate", "--preset", "study-web", "-o", str(log)]
+        if scale != 1:
+            gen += ["--scale", f"{scale:g}"]
+        start = time.perf_counter()
+        subprocess.run(gen, check=True, capture_output=True, text=True)
+        made = time.perf_counter() - start
+        lines = sum(1 for _ in log.open("rb"))
+        print(f"   generated in {made:.2f} s: {lines:,} log lines ({log.stat().st_size / 2**20:.2f}"
+              f" MiB), tree {tree.stat().st_size / 2**20:.1f} MiB")  # fmt: skip
+        sim = [iowatt, "sim", "raid", str(log), "--tree", str(tree), "--speedup", "8",
+               "--seeds", str(seeds), "--timeout", "30s", "--no-report", "--results",
+               str(results), "--json"]  # fmt: skip
+        walls, peaks, cpu = [], [], 0.0
+        before, t0 = busy_jiffies(), time.perf_counter()
+        for _ in range(repeat):
+            wall, peak, used, proc = timed_child(sim)
+            walls.append(wall)
+            peaks.append(peak)
+            cpu += used
+            rows = json.loads(proc.stdout)
+            got = sorted(r["personality"] for r in rows)
+            assert got == sorted(PERSONALITIES), f"the JSON's personalities are {got}"
+            assert all(r["seeds"] == seeds for r in rows), [r["seeds"] for r in rows]
+        span, after = time.perf_counter() - t0, busy_jiffies()
+        runs = sorted(results.glob("*/raid_requests.parquet"), key=lambda f: f.stat().st_mtime)
+        assert len(runs) == repeat, f"{len(runs)} runs in {results}, {repeat} expected"
+        import pyarrow.parquet as pq
+
+        n_rows = pq.ParquetFile(runs[-1]).metadata.num_rows
+        size = runs[-1].stat().st_size
+        manifest = json.loads((runs[-1].parent / "manifest.json").read_text())
+    trace = manifest["config"]["trace"]
+    assert n_rows == trace["requests"] * seeds * len(PERSONALITIES), (n_rows, trace["requests"])
+    print(f"   {trace['requests']:,} requests simulated ({trace['left_out']:,} of the log's lines "
+          f"left out: no disk I/O), {trace['files']:,} files in the tree")  # fmt: skip
+
+    table = [["personality", "saving", "latency p50", "p99", "max", "success", "timeouts",
+              "spin cycles", "most a day (per disk)", "rated a day"]]  # fmt: skip
+    for r in sorted(rows, key=lambda r: PERSONALITIES.index(r["personality"])):
+        lat = r["latency_s"]
+        table.append([
+            r["personality"], f"{r['energy_saving_vs_raid0']:.1%}", seconds_text(lat["p50"]),
+            seconds_text(lat["p99"]), seconds_text(lat["max"]), f"{r['success_rate']:.2%}",
+            f"{r['timeouts']:g}", f"{sum(r['spin_cycles']):g}",
+            " ".join(str(c) for c in r["most_cycles_a_day"]),
+            f"{r['rated_cycles_per_day']:.1f}",
+        ])  # fmt: skip
+    print("   (spin cycles: all disks, mean of the seeds; most a day: each disk's busiest day)")
+    for line in render_table(table, right=set(range(1, 10))):
+        print(f"   {line}")
+    print(f"   raid_requests.parquet: {n_rows:,} rows ({trace['requests']:,} × {seeds} seed"
+          f"{'s' * (seeds != 1)} × {len(PERSONALITIES)}), {size / 2**20:.2f} MiB")  # fmt: skip
+    med = statistics.median(walls)
+    print(f"   wall time of iowatt sim raid (a fresh process each, import included):\n   median "
+          f"{med:.2f} s, spread {min(walls):.2f}–{max(walls):.2f} s "
+          f"({', '.join(f'{w:.2f}' for w in walls)}); peak RSS {max(peaks):,.0f} MiB "
+          f"(runs {', '.join(f'{p:,.0f}' for p in peaks)} MiB)")  # fmt: skip
+    if before is not None and after is not None:
+        hz = os.sysconf("SC_CLK_TCK")
+        other = max(0.0, (after[0] - before[0]) / hz - cpu) / span
+        print(f"   while they ran the rest of the machine kept {other:.2f} CPUs busy "
+              f"(all CPU used {(after[0] - before[0]) / hz / span:.2f}, these runs "
+              f"{cpu / span:.2f})")  # fmt: skip
+    print(f"   after: {load_line()}")
+    if smoke:
+        print("   (smoke: a check that it runs; these times are not to be quoted)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=200_000, help="the SimPy comparison's")
@@ -282,11 +414,20 @@ def main() -> None:
     ap.add_argument("--gap-ms", type=float, default=15.0, help="mean gap between requests")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3, help="runs per side, the best kept")
-    args = parse(ap, {"requests": 5_000, "big_requests": 50_000, "repeat": 2})
+    ap.add_argument("--day-scale", type=float, default=1.0, help="part 3's --scale [1]")
+    ap.add_argument("--day-seeds", type=int, default=3, help="part 3's --seeds [3]")
+    ap.add_argument("--day-repeat", type=int, default=3, help="part 3's timed runs [3]")
+    ap.add_argument("--day-only", action="store_true", help="part 3 alone")
+    args = parse(ap, {"requests": 5_000, "big_requests": 50_000, "repeat": 2, "day_scale": 0.01,
+                      "day_seeds": 1})  # fmt: skip
     repeat = max(1, args.repeat)
-    has_simpy = python_peer("simpy")
     if shutil.which("/usr/bin/time") is None:
         sys.exit("the peak RSS needs GNU time: apt-get install time")
+    print(f"machine: {load_line()}")
+    if args.day_only:
+        study_day(args.day_scale, args.day_seeds, max(1, args.day_repeat), args.smoke)
+        return
+    has_simpy = python_peer("simpy")
 
     array, specs = config()
     m, unit = array["model"], array["stripe_bytes"]
@@ -394,6 +535,8 @@ def main() -> None:
     print(f"   {per_request:.1f} B per request; by design {expected} B = the trace's 24 B in "
           f"Python + 24 B the engine's copy\n   + {p} × 16 B of latency and completion kept + 16 B "
           f"while the last is copied out:\n   {verdict}")  # fmt: skip
+
+    study_day(args.day_scale, args.day_seeds, max(1, args.day_repeat), args.smoke)
 
 
 if __name__ == "__main__":
