@@ -5,7 +5,7 @@
 use iowatt_metrics::LatencyHistogram;
 use iowatt_sim::raid::{simulate, ArrayConfig, RaidError, Spec, Trace};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::columns::{column_bytes, values};
 use crate::errors::raise;
@@ -25,7 +25,7 @@ fn config_error(py: Python<'_>, message: String) -> PyErr {
 fn histogram<'py>(
     py: Python<'py>,
     ns: &[u64],
-) -> PyResult<(Bound<'py, pyo3::types::PyBytes>, Bound<'py, pyo3::types::PyBytes>)> {
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let mut h = LatencyHistogram::new();
     ns.iter().for_each(|&v| h.record(v));
     let (values, counts): (Vec<u64>, Vec<u64>) =
@@ -98,7 +98,7 @@ pub fn raid_simulate<'py>(
     d.set_item("most_cycles_a_day", run.most_cycles_a_day.clone())?;
     d.set_item("fs_reads", run.fs_reads)?;
     d.set_item("fs_writes", run.fs_writes)?;
-    let bins = |b: &Vec<Vec<f64>>| -> PyResult<Vec<Bound<'py, pyo3::types::PyBytes>>> {
+    let bins = |b: &Vec<Vec<f64>>| -> PyResult<Vec<Bound<'py, PyBytes>>> {
         b.iter().map(|v| column_bytes(py, v)).collect()
     };
     d.set_item("bin_energy_j", bins(&run.bin_energy_j)?)?;

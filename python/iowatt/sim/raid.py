@@ -46,6 +46,7 @@ class RaidPlan:
     labels: dict[str, str] = field(default_factory=dict)
     report: bool = True
     notes: list[str] = field(default_factory=list)
+    metadata: dict[str, bytes] | None = None
 
     def array(self) -> dict[str, Any]:
         a, fs = self.params["array"], self.params["fs"]
@@ -113,8 +114,14 @@ class RaidPlan:
         arrivals = self.requests.arrivals(seed, self.arrival_jitter)
         columns["t_ns"] = arrivals.astype("<u8").tobytes()
         if self.params["fs"]["enabled"]:
-            columns.update(self.requests.metadata(self.params["fs"]))
+            columns.update(self._metadata())
         return columns
+
+    def _metadata(self) -> dict[str, bytes]:
+        # The same for every seed; laying out a big tree's metadata takes a moment.
+        if self.metadata is None:
+            self.metadata = self.requests.metadata(self.params["fs"])
+        return self.metadata
 
 
 def plan(
@@ -321,7 +328,9 @@ def grid_rows(config: RaidPlan, model: dict[str, Any]) -> list[dict[str, Any]]:
     from iowatt.sim import raid_tables as t
 
     params = {k: v for k, v in model.items() if k not in ("disk", "disks")}
-    point = replace(config, params=params, model=model["disk"], disks=int(model["disks"]))
+    point = replace(
+        config, params=params, model=model["disk"], disks=int(model["disks"]), metadata=None
+    )
     results, failure = simulate_all(point)
     if failure is not None:
         raise failure
