@@ -97,48 +97,52 @@ def _row(r: Mapping[str, Any], color: str) -> RaidRow:
 
 
 def power_figure(run_dir: Path, order: Sequence[str], seed: int) -> str | None:
-    """The array's mean W per bin and its disks spinning, one line per personality (``seed``)."""
+    """The array's mean W per bin, one panel per personality on its own scale (the day's swing
+    is a fraction of a watt beside the tens a spun-down disk saves), and the disks spinning,
+    one line per personality (``seed``)."""
     table = read_table(run_dir, "raid_power.parquet")
     if table is None or table.num_rows == 0:
         return None
     table = table.filter(pc.and_(pc.is_null(table["disk"]), pc.equal(table["seed"], seed)))
+    parts = [(i, p, table.filter(pc.equal(table["personality"], p)).sort_by("t_s"))
+             for i, p in enumerate(order)]  # fmt: skip
+    parts = [(i, p, part) for i, p, part in parts if part.num_rows]
+    if not parts:
+        return None
     span = pc.max(table["t_s"]).as_py() or 0.0
     unit, unit_name = (3600, "h") if span > 7200 else (60, "min")
-    fig = Figure(figsize=(9.0, 4.8), layout="constrained")
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
-    drawn = []
-    for i, p in enumerate(order):
-        part = table.filter(pc.equal(table["personality"], p)).sort_by("t_s")
-        if part.num_rows == 0:
-            continue
+    fig = Figure(figsize=(9.0, 2.0 + 1.4 * len(parts)), layout="constrained")
+    axes = fig.subplots(len(parts) + 1, 1, sharex=True, height_ratios=[1.0] * len(parts) + [0.9])
+    for ax, (i, p, part) in zip(axes, parts, strict=False):
         # Steps start at each bin; one more point closes the last at its own width.
         starts = part["t_s"].to_numpy()
-        width = _last_width(part, starts)
-        t = np.append(starts, starts[-1] + width) / unit
-        # The baseline on top: LRU's bins swing widely and would hide its flat line.
-        kw: dict[str, Any] = {
-            "color": f"C{i % 10}",
-            "lw": 1.0,
-            "drawstyle": "steps-post",
-            "zorder": 3 if p == "raid0" else 2,
-        }
+        t = np.append(starts, starts[-1] + _last_width(part, starts)) / unit
+        kw: dict[str, Any] = {"color": f"C{i % 10}", "lw": 1.0, "drawstyle": "steps-post"}
         watts, spinning = part["mean_w"].to_numpy(), part["spinning"].to_numpy()
-        top.plot(t, np.append(watts, watts[-1]), label=_name(p), **kw)
-        bottom.plot(t, np.append(spinning, spinning[-1]), **kw)
-        drawn.append(_name(p))
-    if not drawn:
-        return None
-    top.set_ylim(bottom=0)
-    top.set_ylabel("array power")
-    top.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_watts(v)))
+        ax.plot(t, np.append(watts, watts[-1]), **kw)
+        ax.set_ylim(*_watt_range(watts))
+        ax.set_ylabel(_name(p), rotation=0, ha="right", va="center")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_watts(v)))
+        ax.yaxis.set_major_locator(MaxNLocator(3))
+        axes[-1].plot(t, np.append(spinning, spinning[-1]), label=_name(p), **kw)
+    bottom = axes[-1]
     bottom.set_ylim(bottom=-0.1)
     bottom.yaxis.set_major_locator(MaxNLocator(integer=True))
-    bottom.set_ylabel("disks spinning")
+    bottom.set_ylabel("disks\nspinning", rotation=0, ha="right", va="center")
     bottom.set_xlabel(f"simulated time ({unit_name})")
-    for ax in (top, bottom):
+    for ax in axes:
         ax.grid(alpha=0.3)
-    _legend(fig, drawn)
+    _legend(fig, [_name(p) for _, p, _ in parts])
     return _to_svg(fig, "raid-power")
+
+
+def _watt_range(watts: npt.NDArray[np.float64]) -> tuple[float, float]:
+    """A panel's power axis: the bins between the 5th and 95th percentile with a margin, so a
+    few minutes apart (a gear's first shift, a spin-up) run off the panel rather than flatten
+    the day; the panel below shows them."""
+    lo, hi = np.percentile(watts, [5, 95])
+    pad = max((hi - lo) * 0.25, 0.05)
+    return float(lo - pad), float(hi + pad)
 
 
 def _last_width(part: pa.Table, starts: npt.NDArray[np.float64]) -> float:
@@ -352,9 +356,10 @@ def raid_view(run_dir: Path) -> RaidView:
         figures.append(
             (
                 "power",
-                f"The array's mean power per {bin_s} bin (above) and its disks"
-                f" spinning on average (below), seed {seeds[0]}: LRU's spin-downs and PARAID's gear"
-                " show in the lower panel.",
+                f"The array's mean power per {bin_s} bin, each personality on its own scale"
+                f" (the day's load moves it by the disks' busy time), and its disks spinning on"
+                f" average (below), seed {seeds[0]}: LRU's spin-downs and PARAID's gear show"
+                " there.",
                 svg,
             )
         )
