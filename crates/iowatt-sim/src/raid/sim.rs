@@ -5,6 +5,8 @@
 //! state by state into bins. The file system's own reads and writes ([`Fs`]) and PARAID's
 //! copies queue on the disks like requests, counted in no request's times.
 
+use std::collections::VecDeque;
+
 use iowatt_metrics::Rng;
 
 use super::cache::PageCache;
@@ -69,6 +71,9 @@ enum Ev {
 /// A disk of the array: the shared state machine, with what the personality needs beside it.
 struct Member {
     disk: Disk<Job>,
+    /// Background work (offset, bytes), served when nothing else is queued: Linux's I/O
+    /// schedulers let synchronous reads pass asynchronous writes.
+    background: VecDeque<(u64, u64)>,
     /// Whether the disk's idle timer is in the queue.
     timer: bool,
     /// Busy ns since the personality's monitor last looked, and a wake-up asked for while it
@@ -141,6 +146,7 @@ impl<'a> Array<'a> {
         let disks = (0..disks)
             .map(|d| Member {
                 disk: Disk::new(streams(d)),
+                background: VecDeque::new(),
                 timer: false,
                 busy_ns: 0,
                 busy_mark: 0,
@@ -236,6 +242,12 @@ impl<'a> Array<'a> {
     }
 
     fn start_next(&mut self, d: usize, now: u64) {
+        let member = &mut self.disks[d];
+        if member.disk.queued() == 0 {
+            if let Some((offset, bytes)) = member.background.pop_front() {
+                member.disk.push(Job::Background, offset, bytes);
+            }
+        }
         let (span, started) = self.disks[d].disk.start_next(self.model, now, 1.0, || 1.0);
         match started {
             None => {
@@ -249,9 +261,13 @@ impl<'a> Array<'a> {
         }
     }
 
-    /// Queues `job` on disk `d`, waking the disk if it needs to.
+    /// Queues `job` on disk `d` (background work behind every request), waking the disk if
+    /// it needs to.
     fn submit(&mut self, d: usize, job: Job, offset: u64, bytes: u64, now: u64) {
-        self.disks[d].disk.push(job, offset, bytes);
+        match job {
+            Job::Background => self.disks[d].background.push_back((offset, bytes)),
+            _ => self.disks[d].disk.push(job, offset, bytes),
+        }
         match self.disks[d].disk.state() {
             State::Idle => self.start_next(d, now),
             State::Standby => self.spin_up(d, now),
@@ -498,7 +514,9 @@ impl<'a> Array<'a> {
                 Ev::SpunDown(d) => {
                     let d = usize::from(d);
                     self.enter(d, now, State::Standby);
-                    if self.disks[d].disk.queued() > 0 || std::mem::take(&mut self.disks[d].wake) {
+                    let member = &mut self.disks[d];
+                    let work = member.disk.queued() > 0 || !member.background.is_empty();
+                    if work || std::mem::take(&mut member.wake) {
                         self.spin_up(d, now);
                     }
                 }

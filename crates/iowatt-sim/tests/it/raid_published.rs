@@ -264,3 +264,30 @@ fn access_times_keep_an_lru_disk_spinning_that_would_otherwise_sleep() {
     assert_eq!(quiet.spin_cycles, vec![1], "once, after the first read");
     assert!(atime.spin_cycles[0] > quiet.spin_cycles[0]);
 }
+
+#[test]
+fn a_read_passes_the_flusher_s_writes_queued_before_it() {
+    // 200 files read in the first second dirty 200 inode blocks; the flusher writes them all
+    // at 35 s (30 s old). A read just after waits for the write in service, not for 200.
+    let n = 200u64;
+    let mut trace = Trace::default();
+    for k in 0..n {
+        trace.t_ns.push(k * S / n);
+        trace.offset.push(k * (1 << 20));
+        trace.bytes.push(4096);
+        trace.dir_at.push(u64::MAX);
+        trace.inode_at.push((2 << 30) + k * (1 << 20));
+    }
+    trace.t_ns.push(35 * S + 1_000_000);
+    trace.offset.push(0);
+    trace.bytes.push(4096);
+    trace.dir_at.push(u64::MAX);
+    trace.inode_at.push(2 << 30);
+    let mut a = array(1);
+    a.fs = Some(fs(Atime::Strict));
+    let run = simulate(&a, &Spec::Raid0, &trace, 1).unwrap();
+    assert_eq!(run.fs_writes, n);
+    let last = *run.completion_ns.last().unwrap() as f64 / 1e9;
+    // One write's service and its own: a full seek (10 ms) and a turn (10 ms) each at most.
+    assert!(last < 0.05, "{last} s behind the writes");
+}
