@@ -216,13 +216,18 @@ def _check_params(params: dict[str, Any]) -> None:
 
 
 def _dry_run(config: RaidPlan) -> None:
-    """Every personality's parameters through the engine's own checks on an empty trace (a
-    PARAID threshold outside 0..1 is refused here, not after RAID-0 has run)."""
+    """Every personality's parameters through the engine's own checks on one request at the
+    trace's last byte (a PARAID threshold outside 0..1, data past the array or leaving PARAID no
+    room for its replicas is refused here, not after RAID-0 has run)."""
+    import numpy as np
+
     from iowatt._engine import raid_simulate
 
-    empty = {"t_ns": b"", "offset": b"", "bytes": b"", "write": b""}
+    last = np.array([max(config.requests.array_bytes() - 1, 0)], dtype="<u8")
+    one = {"t_ns": np.zeros(1, "<u8").tobytes(), "offset": last.tobytes(),
+           "bytes": np.ones(1, "<u8").tobytes()}  # fmt: skip
     for p in config.personalities:
-        raid_simulate({"array": config.array(), "spec": config.spec(p)}, empty, 0, 0)
+        raid_simulate({"array": config.array(), "spec": config.spec(p)}, one, 1, 0)
 
 
 def simulate_all(
