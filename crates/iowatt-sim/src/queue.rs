@@ -82,6 +82,11 @@ impl<E> EventQueue<E> {
         Some((e.at_ns, e.event))
     }
 
+    /// When the next event is due; None when nothing is scheduled.
+    pub fn next_at(&self) -> Option<u64> {
+        self.heap.peek().map(|e| e.at_ns)
+    }
+
     pub fn len(&self) -> usize {
         self.heap.len()
     }

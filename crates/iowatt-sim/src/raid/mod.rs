@@ -16,7 +16,7 @@ pub use fs::{Atime, Fs, FsConfig};
 pub use personality::{
     Actions, DailyBudget, Extent, Lru, Paraid, ParaidParams, Personality, Raid0, Spec, Striping,
 };
-pub use sim::{Array, RaidRun, Trace};
+pub use sim::{Array, Completion, RaidRun, Request, Trace};
 
 use crate::Streams;
 
@@ -55,7 +55,8 @@ pub struct ArrayConfig {
 }
 
 impl ArrayConfig {
-    pub fn check(&self, trace: &Trace) -> Result<(), RaidError> {
+    /// Refuses an array that cannot be built, naming the value.
+    pub fn check_array(&self) -> Result<(), RaidError> {
         self.model.check(&self.model_name)?;
         if !(1..=64).contains(&self.disks) {
             return Err(RaidError::Config(format!(
@@ -83,6 +84,12 @@ impl ArrayConfig {
         if let Some(fs) = &self.fs {
             fs.check()?;
         }
+        Ok(())
+    }
+
+    /// Refuses the array, or a trace it cannot serve: out of time order, or past its end.
+    pub fn check(&self, trace: &Trace) -> Result<(), RaidError> {
+        self.check_array()?;
         if trace.len() >= u32::MAX as usize {
             return Err(RaidError::Config(format!(
                 "{} requests: the simulator takes at most {} at once",
@@ -138,9 +145,29 @@ pub fn simulate(
     seed: u64,
 ) -> Result<RaidRun, RaidError> {
     array.check(trace)?;
+    let used = (0..trace.len())
+        .map(|i| trace.offset[i] + trace.bytes[i])
+        .max()
+        .unwrap_or(0);
+    let metadata = !trace.inode_at.is_empty();
+    Ok(build(array, spec, used, seed, metadata)?.run(trace))
+}
+
+/// The array under `spec` with `seed`, its data reaching `used` bytes of it (PARAID's replicas
+/// start after), with the file system's traffic when `metadata` (its requests name their
+/// files' metadata blocks): what the simulator runs a trace on and the emulated array serves a
+/// mount with.
+pub fn build(
+    array: &ArrayConfig,
+    spec: &Spec,
+    used: u64,
+    seed: u64,
+    metadata: bool,
+) -> Result<Array, RaidError> {
+    array.check_array()?;
     let streams = Streams::new(seed);
     let striping = array.striping();
-    let mut personality: Box<dyn Personality> = match spec {
+    let personality: Box<dyn Personality + Send> = match spec {
         Spec::Raid0 => Box::new(Raid0 { striping }),
         Spec::Lru {
             timeout_s,
@@ -165,10 +192,6 @@ pub fn simulate(
                 .cycles_per_day
                 .unwrap_or(array.model.start_stop_cycles as f64 / (5.0 * 365.0));
             // Replicas fill the free space right after the data each disk holds.
-            let used = (0..trace.len())
-                .map(|i| trace.offset[i] + trace.bytes[i])
-                .max()
-                .unwrap_or(0);
             let rows = used.div_ceil(array.stripe_bytes * array.disks as u64);
             let replica_base = rows * array.stripe_bytes;
             // The lowest gear holds the most replicas: (n − m) / m of a disk's data again.
@@ -176,31 +199,23 @@ pub fn simulate(
             let needed = replica_base + (replica_base * (n - m)).div_ceil(m);
             if needed > array.model.capacity_bytes() {
                 return Err(RaidError::Config(format!(
-                    "PARAID's replicas do not fit: the trace uses {used} bytes of the array, \
-                     and a gear of {m} of {n} disks needs it to use at most {m}/{n} of it"
+                    "PARAID's replicas do not fit: the data use {used} bytes of the array, \
+                     and a gear of {m} of {n} disks needs them to use at most {m}/{n} of it"
                 )));
             }
             Box::new(Paraid::new(striping, p.clone(), replica_base, budget))
         }
     };
     let bin_ns = (array.bin_s * 1e9).round() as u64;
-    let fs = array
-        .fs
-        .clone()
-        .filter(|_| !trace.inode_at.is_empty())
-        .map(Fs::new);
-    let run = Array::new(
-        &array.model,
-        array.disks,
-        personality.as_mut(),
-        bin_ns,
-        |d| streams.stream(d as u64),
+    let fs = array.fs.clone().filter(|_| metadata).map(Fs::new);
+    Ok(
+        Array::new(array.model.clone(), array.disks, personality, bin_ns, |d| {
+            streams.stream(d as u64)
+        })
+        .with_cache(array.cache_bytes)
+        .with_fs(fs)
+        .with_stagger((array.spinup_stagger_s * 1e9).round() as u64),
     )
-    .with_cache(array.cache_bytes)
-    .with_fs(fs)
-    .with_stagger((array.spinup_stagger_s * 1e9).round() as u64)
-    .run(trace);
-    Ok(run)
 }
 
 fn check_budget(personality: &str, cycles_per_day: Option<f64>) -> Result<(), RaidError> {

@@ -1,9 +1,13 @@
-//! One personality on one trace: every request split over the disks it touches, each disk a
+//! An array under one personality: every request split over the disks it touches, each disk a
 //! FIFO queue with its head position and its power state, events in time order. A request's
-//! latency is until its first data extent is served, its completion until its last (a striped
-//! request waits for its slowest member, a file first for its metadata); energy is integrated
-//! state by state into bins. The file system's own reads and writes ([`Fs`]) and PARAID's
-//! copies queue on the disks like requests, counted in no request's times.
+//! first byte is when its first data extent is served, its completion when its last is (a
+//! striped request waits for its slowest member, a file first for its metadata); energy is
+//! integrated state by state into bins. The file system's own reads and writes ([`Fs`]) and
+//! PARAID's copies queue on the disks behind the requests, counted in no request's times.
+//!
+//! The array keeps no clock of its own: requests arrive when its caller says, and it serves
+//! its events up to the time it is asked to. The simulator feeds it a trace ([`Array::run`]);
+//! the emulated array (crates/iowatt-emulate) feeds it a mount's requests as they come.
 
 use std::collections::VecDeque;
 
@@ -40,7 +44,7 @@ impl Trace {
     }
 }
 
-/// What a disk serves.
+/// What a disk serves (requests by their slot in the array's table of requests in flight).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Job {
     /// A request's data.
@@ -53,7 +57,6 @@ enum Job {
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
-    Arrival(u32),
     Done(u16),
     SpunDown(u16),
     /// A staggered spin-up's turn has come.
@@ -89,6 +92,37 @@ struct Member {
     most: u64,
 }
 
+/// A request at the array: the caller's tag, array offset and bytes, whether it writes, and
+/// a web trace's file's metadata blocks (u64::MAX: none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    pub tag: u64,
+    pub offset: u64,
+    pub bytes: u64,
+    pub write: bool,
+    pub dir_at: u64,
+    pub inode_at: u64,
+}
+
+/// A request served: its tag, when it arrived, when its first data extent and its last were
+/// done, ns (all three equal for a page-cache hit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub tag: u64,
+    pub arrived_ns: u64,
+    pub first_ns: u64,
+    pub done_ns: u64,
+}
+
+/// A request in flight: its extents still queued, and when its first data extent was done.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    request: Request,
+    arrived_ns: u64,
+    remaining: u16,
+    first_ns: Option<u64>,
+}
+
 /// What one run produced.
 #[derive(Debug, Clone, Default)]
 pub struct RaidRun {
@@ -115,15 +149,17 @@ pub struct RaidRun {
     pub fs_writes: u64,
 }
 
-pub struct Array<'a> {
-    model: &'a DiskModel,
-    personality: &'a mut dyn Personality,
+pub struct Array {
+    model: DiskModel,
+    personality: Box<dyn Personality + Send>,
     disks: Vec<Member>,
     queue: EventQueue<Ev>,
     bin_ns: u64,
     out: RaidRun,
-    remaining: Vec<u8>,
-    served: usize,
+    /// Requests in flight by slot, the free slots, and what was served since last taken.
+    flight: Vec<Option<InFlight>>,
+    free: Vec<u32>,
+    completions: Vec<Completion>,
     extents: Vec<Extent>,
     cache: PageCache,
     fs: Option<Fs>,
@@ -134,12 +170,12 @@ pub struct Array<'a> {
 
 const DAY_NS: u64 = 86_400_000_000_000;
 
-impl<'a> Array<'a> {
+impl Array {
     /// `streams(d)` is disk d's seeded stream (its rotational positions).
     pub fn new(
-        model: &'a DiskModel,
+        model: DiskModel,
         disks: usize,
-        personality: &'a mut dyn Personality,
+        personality: Box<dyn Personality + Send>,
         bin_ns: u64,
         mut streams: impl FnMut(usize) -> Rng,
     ) -> Self {
@@ -172,8 +208,9 @@ impl<'a> Array<'a> {
                 bin_standby_s: vec![Vec::new(); n],
                 ..RaidRun::default()
             },
-            remaining: Vec::new(),
-            served: 0,
+            flight: Vec::new(),
+            free: Vec::new(),
+            completions: Vec::new(),
             extents: Vec::new(),
             cache: PageCache::new(0),
             fs: None,
@@ -210,7 +247,7 @@ impl<'a> Array<'a> {
     /// went to (the monitor counts busy time).
     fn charge(&mut self, d: usize, span: Span, next: State) {
         let (state, since, now) = (span.state, span.from_ns, span.to_ns);
-        let w = state.watts(self.model);
+        let w = state.watts(&self.model);
         let down = matches!(state, State::Standby | State::SpinningDown);
         let mut t = since;
         while t < now {
@@ -248,7 +285,7 @@ impl<'a> Array<'a> {
                 member.disk.push(Job::Background, offset, bytes);
             }
         }
-        let (span, started) = self.disks[d].disk.start_next(self.model, now, 1.0, || 1.0);
+        let (span, started) = self.disks[d].disk.start_next(&self.model, now, 1.0, || 1.0);
         match started {
             None => {
                 self.charge(d, span, State::Idle);
@@ -299,7 +336,7 @@ impl<'a> Array<'a> {
             self.queue.at(turn, Ev::SpinUp(d as u16));
             return;
         }
-        let (span, up) = self.disks[d].disk.spin_up(self.model, now);
+        let (span, up) = self.disks[d].disk.spin_up(&self.model, now);
         self.charge(d, span, State::SpinningUp);
         self.queue.at(up, Ev::SpunUp(d as u16));
     }
@@ -313,7 +350,7 @@ impl<'a> Array<'a> {
         }
         member.today += 1;
         member.most = member.most.max(member.today);
-        let (span, down) = self.disks[d].disk.spin_down(self.model, now);
+        let (span, down) = self.disks[d].disk.spin_down(&self.model, now);
         self.charge(d, span, State::SpinningDown);
         self.queue.at(down, Ev::SpunDown(d as u16));
     }
@@ -374,13 +411,13 @@ impl<'a> Array<'a> {
 
     /// The array's part of bytes at `offset` under `job`, queued on each disk it touches;
     /// returns how many extents.
-    fn route(&mut self, job: Job, offset: u64, bytes: u64, write: bool, now: u64) -> u8 {
+    fn route(&mut self, job: Job, offset: u64, bytes: u64, write: bool, now: u64) -> u16 {
         let mut extents = std::mem::take(&mut self.extents);
         self.personality.route(offset, bytes, write, &mut extents);
         for e in &extents {
             self.submit(e.disk, job, e.offset, e.bytes, now);
         }
-        let n = extents.len() as u8;
+        let n = extents.len() as u16;
         self.extents = extents;
         n
     }
@@ -393,67 +430,99 @@ impl<'a> Array<'a> {
         }
     }
 
-    fn arrive(&mut self, i: usize, now: u64, trace: &Trace) {
-        let write = trace.write.get(i) == Some(&true);
-        let (dir_at, inode_at) = match (trace.dir_at.get(i), trace.inode_at.get(i)) {
-            (Some(&d), Some(&n)) => (d, n),
-            _ => (u64::MAX, u64::MAX),
-        };
-        if let Some(fs) = self.fs.as_mut().filter(|_| !write) {
-            // Even a read the page cache serves sets the file's access time.
-            fs.read(now, trace.offset[i], inode_at);
-        }
-        // A write goes to the disks whatever the cache holds (and leaves it cached).
-        if self.cache.access(trace.offset[i], trace.bytes[i]) && !write {
-            self.out.cache_hits += 1;
-            self.out.latency_ns[i] = 0;
-            self.out.completion_ns[i] = 0;
-            self.served += 1;
-            return;
-        }
-        if let Some(fs) = self.fs.as_mut() {
-            let mut blocks = Vec::new();
-            fs.lookup(dir_at, inode_at, &mut blocks);
-            if !blocks.is_empty() {
-                self.out.fs_reads += blocks.len() as u64;
-                let mut n = 0;
-                for at in blocks {
-                    n += self.route(Job::Meta(i as u32), at, BLOCK, false, now);
-                }
-                self.remaining[i] = n;
-                return;
+    /// A slot for a request arriving at `now`.
+    fn admit(&mut self, request: Request, now: u64) -> u32 {
+        let entry = Some(InFlight {
+            request,
+            arrived_ns: now,
+            remaining: 0,
+            first_ns: None,
+        });
+        match self.free.pop() {
+            Some(slot) => {
+                self.flight[slot as usize] = entry;
+                slot
+            }
+            None => {
+                self.flight.push(entry);
+                (self.flight.len() - 1) as u32
             }
         }
-        self.remaining[i] = self.route(
-            Job::Data(i as u32),
-            trace.offset[i],
-            trace.bytes[i],
-            write,
-            now,
-        );
     }
 
-    fn done(&mut self, d: usize, now: u64, trace: &Trace) {
+    fn complete(&mut self, slot: u32, done_ns: u64) {
+        let f = self.flight[slot as usize]
+            .take()
+            .expect("a request in flight");
+        self.free.push(slot);
+        self.completions.push(Completion {
+            tag: f.request.tag,
+            arrived_ns: f.arrived_ns,
+            first_ns: f.first_ns.unwrap_or(done_ns),
+            done_ns,
+        });
+    }
+
+    /// `request` arrives at `now` (events before it served first).
+    pub fn arrive(&mut self, now: u64, request: Request) {
+        self.advance_before(now);
+        let Request {
+            offset,
+            bytes,
+            write,
+            dir_at,
+            inode_at,
+            ..
+        } = request;
+        if let Some(fs) = self.fs.as_mut().filter(|_| !write) {
+            // Even a read the page cache serves sets the file's access time.
+            fs.read(now, offset, inode_at);
+        }
+        let slot = self.admit(request, now);
+        // A write goes to the disks whatever the cache holds (and leaves it cached).
+        if self.cache.access(offset, bytes) && !write {
+            self.out.cache_hits += 1;
+            return self.complete(slot, now);
+        }
+        let mut blocks = Vec::new();
+        if let Some(fs) = self.fs.as_mut() {
+            fs.lookup(dir_at, inode_at, &mut blocks);
+        }
+        let n = if blocks.is_empty() {
+            self.route(Job::Data(slot), offset, bytes, write, now)
+        } else {
+            self.out.fs_reads += blocks.len() as u64;
+            blocks
+                .into_iter()
+                .map(|at| self.route(Job::Meta(slot), at, BLOCK, false, now))
+                .sum()
+        };
+        self.in_flight(slot).remaining = n;
+    }
+
+    fn in_flight(&mut self, slot: u32) -> &mut InFlight {
+        self.flight[slot as usize]
+            .as_mut()
+            .expect("a request in flight")
+    }
+
+    fn done(&mut self, d: usize, now: u64) {
         match self.disks[d].disk.take_serving() {
-            Some(Job::Data(req)) => {
-                let req = req as usize;
-                let waited = now - trace.t_ns[req];
-                if self.out.latency_ns[req] == u64::MAX {
-                    self.out.latency_ns[req] = waited;
-                }
-                self.remaining[req] -= 1;
-                if self.remaining[req] == 0 {
-                    self.out.completion_ns[req] = waited;
-                    self.served += 1;
+            Some(Job::Data(slot)) => {
+                let f = self.in_flight(slot);
+                f.first_ns.get_or_insert(now);
+                f.remaining -= 1;
+                if f.remaining == 0 {
+                    self.complete(slot, now);
                 }
             }
-            Some(Job::Meta(req)) => {
-                let i = req as usize;
-                self.remaining[i] -= 1;
-                if self.remaining[i] == 0 {
-                    let write = trace.write.get(i) == Some(&true);
-                    self.remaining[i] =
-                        self.route(Job::Data(req), trace.offset[i], trace.bytes[i], write, now);
+            Some(Job::Meta(slot)) => {
+                let f = self.in_flight(slot);
+                f.remaining -= 1;
+                if f.remaining == 0 {
+                    let r = f.request;
+                    let n = self.route(Job::Data(slot), r.offset, r.bytes, r.write, now);
+                    self.in_flight(slot).remaining = n;
                 }
             }
             Some(Job::Background) | None => {}
@@ -461,17 +530,11 @@ impl<'a> Array<'a> {
         self.start_next(d, now);
     }
 
-    /// Serves the whole trace (arrivals in time order) and returns what happened.
-    pub fn run(mut self, trace: &Trace) -> RaidRun {
-        let n = trace.len();
-        self.remaining = vec![0; n];
-        self.out.latency_ns = vec![u64::MAX; n];
-        self.out.completion_ns = vec![u64::MAX; n];
-        if n > 0 {
-            self.queue.at(trace.t_ns[0], Ev::Arrival(0));
-        }
+    /// Sets the array going at time 0: every disk idle (LRU's timers run), the personality's
+    /// monitor and the file system's flusher scheduled.
+    pub fn start(&mut self) {
         for d in 0..self.disks.len() {
-            self.start_next(d, 0); // idle from the start: LRU's timers run
+            self.start_next(d, 0);
         }
         if let Some(every) = self.personality.monitor_every_ns() {
             self.queue.at(every, Ev::Monitor);
@@ -485,83 +548,123 @@ impl<'a> Array<'a> {
                 self.queue.at(every, Ev::Commit);
             }
         }
-        let mut writes = Vec::new();
-        let mut end = 0;
-        while let Some((now, ev)) = self.queue.next() {
-            end = now;
-            match ev {
-                Ev::Arrival(i) => {
-                    let i = i as usize;
-                    if i + 1 < n {
-                        self.queue.at(trace.t_ns[i + 1], Ev::Arrival(i as u32 + 1));
+    }
+
+    /// When the next event is due (a disk done, a timer, the monitor), if any.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        self.queue.next_at()
+    }
+
+    /// Serves every event due before `t`.
+    pub fn advance_before(&mut self, t: u64) {
+        while self.queue.next_at().is_some_and(|at| at < t) {
+            self.step();
+        }
+    }
+
+    /// Serves every event due at or before `t`.
+    pub fn advance_to(&mut self, t: u64) {
+        while self.queue.next_at().is_some_and(|at| at <= t) {
+            self.step();
+        }
+    }
+
+    /// The requests served since this was last called.
+    pub fn take_completions(&mut self) -> Vec<Completion> {
+        std::mem::take(&mut self.completions)
+    }
+
+    /// Requests arrived and not yet served.
+    pub fn pending(&self) -> usize {
+        self.flight.len() - self.free.len()
+    }
+
+    /// The time of the last event served, ns.
+    pub fn now_ns(&self) -> u64 {
+        self.queue.now_ns()
+    }
+
+    /// Disk `d`'s power state, its spin-downs so far and its energy up to `now`, J.
+    pub fn disk_state(&self, d: usize, now: u64) -> (State, u64, f64) {
+        let disk = &self.disks[d].disk;
+        (disk.state(), disk.cycles(), disk.energy_j(&self.model, now))
+    }
+
+    /// The disks the personality powers now (PARAID's gear), or None.
+    pub fn gear(&self) -> Option<usize> {
+        self.personality.gear()
+    }
+
+    /// Serves the next event.
+    fn step(&mut self) {
+        let Some((now, ev)) = self.queue.next() else {
+            return;
+        };
+        match ev {
+            Ev::Done(d) => self.done(usize::from(d), now),
+            Ev::Idle(d) => {
+                let d = usize::from(d);
+                self.disks[d].timer = false;
+                if self.disks[d].disk.state() == State::Idle {
+                    let since = self.disks[d].disk.since_ns();
+                    match self.personality.idle_timeout_ns(d, now) {
+                        Some(t) if now >= since + t => self.spin_down(d, now),
+                        // Idle again since the timer was set: wait out the rest.
+                        Some(_) => self.arm(d, since),
+                        None => {}
                     }
-                    self.arrive(i, now, trace);
-                }
-                Ev::Done(d) => self.done(usize::from(d), now, trace),
-                Ev::Idle(d) => {
-                    let d = usize::from(d);
-                    self.disks[d].timer = false;
-                    if self.disks[d].disk.state() == State::Idle {
-                        let since = self.disks[d].disk.since_ns();
-                        match self.personality.idle_timeout_ns(d, now) {
-                            Some(t) if now >= since + t => self.spin_down(d, now),
-                            // Idle again since the timer was set: wait out the rest.
-                            Some(_) => self.arm(d, since),
-                            None => {}
-                        }
-                    }
-                }
-                Ev::SpunDown(d) => {
-                    let d = usize::from(d);
-                    self.enter(d, now, State::Standby);
-                    let member = &mut self.disks[d];
-                    let work = member.disk.queued() > 0 || !member.background.is_empty();
-                    if work || std::mem::take(&mut member.wake) {
-                        self.spin_up(d, now);
-                    }
-                }
-                Ev::SpinUp(d) => {
-                    let d = usize::from(d);
-                    self.disks[d].turn = false;
-                    let (span, up) = self.disks[d].disk.spin_up(self.model, now);
-                    self.charge(d, span, State::SpinningUp);
-                    self.queue.at(up, Ev::SpunUp(d as u16));
-                }
-                Ev::SpunUp(d) => {
-                    let d = usize::from(d);
-                    let stale = self.personality.take_stale(d);
-                    if stale > 0 {
-                        // Brought up to date first, from the start of its data, in one pass.
-                        self.disks[d].disk.push_front(Job::Background, 0, stale);
-                        self.out.synced_bytes += stale;
-                    }
-                    let before = self.personality.gear();
-                    self.personality.spun_up(now, d);
-                    self.note_gear(now, before);
-                    self.start_next(d, now);
-                }
-                Ev::Monitor => self.monitor(now),
-                Ev::Writeback => {
-                    let fs = self.fs.as_mut().expect("only with a file system");
-                    fs.expired(now, &mut writes);
-                    let every = fs.writeback_every_ns();
-                    self.fs_write(&writes, now);
-                    self.queue.at(now + every, Ev::Writeback);
-                }
-                Ev::Commit => {
-                    let fs = self.fs.as_mut().expect("only with a journal");
-                    let commit = fs.commit();
-                    let every = fs.commit_every_ns().expect("a journal");
-                    self.fs_write(commit.as_slice(), now);
-                    self.queue.at(now + every, Ev::Commit);
                 }
             }
-            // Once every request is served, what is left (idle timers, the file system's
-            // periodic work) would only act on an array after the trace: stop.
-            if self.served == n {
-                break;
+            Ev::SpunDown(d) => {
+                let d = usize::from(d);
+                self.enter(d, now, State::Standby);
+                let member = &mut self.disks[d];
+                let work = member.disk.queued() > 0 || !member.background.is_empty();
+                if work || std::mem::take(&mut member.wake) {
+                    self.spin_up(d, now);
+                }
+            }
+            Ev::SpinUp(d) => {
+                let d = usize::from(d);
+                self.disks[d].turn = false;
+                let (span, up) = self.disks[d].disk.spin_up(&self.model, now);
+                self.charge(d, span, State::SpinningUp);
+                self.queue.at(up, Ev::SpunUp(d as u16));
+            }
+            Ev::SpunUp(d) => {
+                let d = usize::from(d);
+                let stale = self.personality.take_stale(d);
+                if stale > 0 {
+                    // Brought up to date first, from the start of its data, in one pass.
+                    self.disks[d].disk.push_front(Job::Background, 0, stale);
+                    self.out.synced_bytes += stale;
+                }
+                let before = self.personality.gear();
+                self.personality.spun_up(now, d);
+                self.note_gear(now, before);
+                self.start_next(d, now);
+            }
+            Ev::Monitor => self.monitor(now),
+            Ev::Writeback => {
+                let mut writes = Vec::new();
+                let fs = self.fs.as_mut().expect("only with a file system");
+                fs.expired(now, &mut writes);
+                let every = fs.writeback_every_ns();
+                self.fs_write(&writes, now);
+                self.queue.at(now + every, Ev::Writeback);
+            }
+            Ev::Commit => {
+                let fs = self.fs.as_mut().expect("only with a journal");
+                let commit = fs.commit();
+                let every = fs.commit_every_ns().expect("a journal");
+                self.fs_write(commit.as_slice(), now);
+                self.queue.at(now + every, Ev::Commit);
             }
         }
+    }
+
+    /// What the array did up to `end`: each disk's energy to then, its spin cycles, bins.
+    pub fn finish(mut self, end: u64) -> RaidRun {
         for d in 0..self.disks.len() {
             let state = self.disks[d].disk.state();
             self.enter(d, end, state);
@@ -570,5 +673,46 @@ impl<'a> Array<'a> {
         }
         self.out.end_ns = end;
         self.out
+    }
+
+    /// Serves the whole trace (arrivals in time order) and returns what happened: once every
+    /// request is served, what is left (idle timers, the file system's periodic work) would
+    /// only act on an array after the trace, and the run ends.
+    pub fn run(mut self, trace: &Trace) -> RaidRun {
+        let n = trace.len();
+        let mut latency = vec![u64::MAX; n];
+        let mut completion = vec![u64::MAX; n];
+        let mut end = 0;
+        let mut record = |done: Vec<Completion>, end: &mut u64| {
+            for c in done {
+                let i = c.tag as usize;
+                latency[i] = c.first_ns - c.arrived_ns;
+                completion[i] = c.done_ns - c.arrived_ns;
+                *end = (*end).max(c.done_ns);
+            }
+        };
+        self.start();
+        for i in 0..n {
+            let request = Request {
+                tag: i as u64,
+                offset: trace.offset[i],
+                bytes: trace.bytes[i],
+                write: trace.write.get(i) == Some(&true),
+                dir_at: trace.dir_at.get(i).copied().unwrap_or(u64::MAX),
+                inode_at: trace.inode_at.get(i).copied().unwrap_or(u64::MAX),
+            };
+            self.arrive(trace.t_ns[i], request);
+            end = end.max(self.now_ns()).max(trace.t_ns[i]);
+            record(self.take_completions(), &mut end);
+        }
+        while self.pending() > 0 && self.next_event_ns().is_some() {
+            self.step();
+            end = end.max(self.now_ns());
+            record(self.take_completions(), &mut end);
+        }
+        let mut out = self.finish(end);
+        out.latency_ns = latency;
+        out.completion_ns = completion;
+        out
     }
 }

@@ -291,3 +291,57 @@ fn a_read_passes_the_flusher_s_writes_queued_before_it() {
     // One write's service and its own: a full seek (10 ms) and a turn (10 ms) each at most.
     assert!(last < 0.05, "{last} s behind the writes");
 }
+
+#[test]
+fn an_array_fed_request_by_request_answers_as_the_simulator_does() {
+    // What the emulated array does with a mount's requests: each arrives when it comes, and
+    // the array is served up to each next event; the answers are the simulator's.
+    use iowatt_sim::raid::{build, Request};
+    let n = 500u64;
+    let trace = Trace {
+        t_ns: (0..n).map(|i| i * 37_000_000).collect(),
+        offset: (0..n).map(|i| (i * 7919 % 1000) * (1 << 20)).collect(),
+        bytes: (0..n).map(|i| 4096 * (1 + i % 40)).collect(),
+        write: (0..n).map(|i| i % 7 == 0).collect(),
+        ..Trace::default()
+    };
+    let lru = Spec::Lru {
+        timeout_s: Some(1.0),
+        cycles_per_day: None,
+    };
+    for spec in [Spec::Raid0, lru, Spec::Paraid(eager())] {
+        let want = simulate(&array(4), &spec, &trace, 9).unwrap();
+        // The data's extent, which places PARAID's replicas.
+        let used = (0..n as usize)
+            .map(|i| trace.offset[i] + trace.bytes[i])
+            .max()
+            .unwrap();
+        let mut a = build(&array(4), &spec, used, 9, false).unwrap();
+        a.start();
+        let mut latency = vec![0; n as usize];
+        for i in 0..n as usize {
+            a.arrive(
+                trace.t_ns[i],
+                Request {
+                    tag: i as u64,
+                    offset: trace.offset[i],
+                    bytes: trace.bytes[i],
+                    write: trace.write[i],
+                    dir_at: u64::MAX,
+                    inode_at: u64::MAX,
+                },
+            );
+            for c in a.take_completions() {
+                latency[c.tag as usize] = c.done_ns - c.arrived_ns;
+            }
+        }
+        while a.pending() > 0 {
+            let next = a.next_event_ns().expect("work queued");
+            a.advance_to(next);
+            for c in a.take_completions() {
+                latency[c.tag as usize] = c.done_ns - c.arrived_ns;
+            }
+        }
+        assert_eq!(latency, want.completion_ns, "{}", spec.name());
+    }
+}
