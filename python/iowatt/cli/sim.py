@@ -300,7 +300,7 @@ cycles per personality; the disk models and their sources are in docs/sim-raid.m
 @click.option(
     "--params",
     type=click.Path(path_type=Path),
-    help="TOML overriding raid.toml (stripe, LRU timeout, PARAID gears).",
+    help="TOML overriding raid.toml ([array], [lru], [paraid], [fs]: docs/sim-raid.md).",
 )
 @log_options
 @click.option(
