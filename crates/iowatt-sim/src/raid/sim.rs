@@ -683,14 +683,6 @@ impl Array {
         let mut latency = vec![u64::MAX; n];
         let mut completion = vec![u64::MAX; n];
         let mut end = 0;
-        let mut record = |done: Vec<Completion>, end: &mut u64| {
-            for c in done {
-                let i = c.tag as usize;
-                latency[i] = c.first_ns - c.arrived_ns;
-                completion[i] = c.done_ns - c.arrived_ns;
-                *end = (*end).max(c.done_ns);
-            }
-        };
         self.start();
         for i in 0..n {
             let request = Request {
@@ -703,16 +695,26 @@ impl Array {
             };
             self.arrive(trace.t_ns[i], request);
             end = end.max(self.now_ns()).max(trace.t_ns[i]);
-            record(self.take_completions(), &mut end);
+            self.record(&mut latency, &mut completion, &mut end);
         }
         while self.pending() > 0 && self.next_event_ns().is_some() {
             self.step();
             end = end.max(self.now_ns());
-            record(self.take_completions(), &mut end);
+            self.record(&mut latency, &mut completion, &mut end);
         }
         let mut out = self.finish(end);
         out.latency_ns = latency;
         out.completion_ns = completion;
         out
+    }
+
+    /// The trace's requests served since the last call, into its columns (tags are indices).
+    fn record(&mut self, latency: &mut [u64], completion: &mut [u64], end: &mut u64) {
+        for c in self.completions.drain(..) {
+            let i = c.tag as usize;
+            latency[i] = c.first_ns - c.arrived_ns;
+            completion[i] = c.done_ns - c.arrived_ns;
+            *end = (*end).max(c.done_ns);
+        }
     }
 }
