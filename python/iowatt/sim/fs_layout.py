@@ -11,21 +11,24 @@ of its first file. The files' data keep the offsets they were laid out at.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 BLOCK = 4096
 HEADER_BLOCKS = 4  # superblock copy, group descriptors, block and inode bitmaps
 
 
 def metadata_blocks(
-    offsets: npt.NDArray[np.uint64], dirs: Sequence[str], fs: Mapping[str, Any]
+    offsets: npt.NDArray[np.uint64], paths: pa.Array, fs: Mapping[str, Any]
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
     """Each file's directory block and inode block (array offsets), for files at ``offsets``
-    (layout order) in directories ``dirs``."""
+    with ``paths`` (layout order, absolute)."""
     group = round(fs["group_mb"] * 2**20)
     per_group = int(fs["inodes_per_group"])
     inode_bytes = int(fs["inode_bytes"])
@@ -39,8 +42,8 @@ def metadata_blocks(
     index[order] = np.arange(g.size) - first
     start = g * group + HEADER_BLOCKS * BLOCK
     inode = start + (index % per_group) * inode_bytes // BLOCK * BLOCK
-    # Each directory: the group of its first file, and its number among that group's.
-    names, first_file, which = np.unique(np.asarray(dirs, dtype=object), True, True)
+    # Each directory, numbered in name order: the group of its first file.
+    names, first_file, which = _directories(paths)
     del names
     dir_group = g[first_file]
     by_group = np.argsort(dir_group, kind="stable")
@@ -50,3 +53,21 @@ def metadata_blocks(
     room = group // BLOCK - HEADER_BLOCKS - table_blocks  # blocks left for directories
     dir_block = dir_group * group + (HEADER_BLOCKS + table_blocks + dir_index % room) * BLOCK
     return dir_block[which].astype(np.uint64), inode.astype(np.uint64)
+
+
+def _directories(
+    paths: pa.Array,
+) -> tuple[pa.Array, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The files' directories in name order, each one's first file, and each file's
+    directory (as numpy's ``unique`` with index and inverse gives them, without a Python
+    string per file)."""
+    import pyarrow.compute as pc
+
+    dirs = pc.replace_substring_regex(paths, r"/[^/]*$", "")
+    dirs = pc.if_else(pc.equal(dirs, ""), "/", dirs).dictionary_encode()
+    codes = dirs.indices.to_numpy().astype(np.int64)
+    order = np.asarray(pc.sort_indices(dirs.dictionary), dtype=np.int64)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    _, first = np.unique(codes, return_index=True)  # per code, in code order
+    return dirs.dictionary.take(order), first[order], rank[codes]

@@ -30,7 +30,7 @@ from iowatt.store.manifest import MANIFEST
 from iowatt.trace.filters import Filters
 
 if TYPE_CHECKING:
-    pass
+    import pyarrow as pa
 
 ALIGN = 4096  # files start on 4 KiB boundaries
 NS = 1_000_000_000
@@ -58,7 +58,7 @@ class Requests:
     speedup: float = 1.0
     # A web trace's files in layout order (their offsets and directories), and each request's
     # file among them; None for a block trace.
-    files: tuple[U64, list[str]] | None = None
+    files: tuple[U64, pa.Array] | None = None
     file_of: npt.NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
@@ -224,14 +224,8 @@ def _web(
     targets = [t.split("?", 1)[0] for t in np.array(req["target"].to_pylist(), dtype=object)[keep]]
     offsets_ns = np.asarray(req["offset_ns"].to_numpy(), dtype=np.int64)[keep]
     size = size[keep]
-    where, known = _layout(targets, size, tree)
-    offset = np.array([where[t] for t in targets], dtype=np.uint64)
-    number = {name: i for i, name in enumerate(where)}
-    file_of = np.array([number[t] for t in targets], dtype=np.int64)
-    files = (
-        np.fromiter(where.values(), dtype=np.uint64, count=len(where)),
-        [name.rsplit("/", 1)[0] or "/" for name in where],
-    )
+    laid = _layout(targets, size, tree)
+    offset = laid.offsets[laid.file_of]
     # Whole seconds (a log's, or a split's or replay's spread `start`): arrivals() may jitter.
     second = None
     if not (offsets_ns % NS).any():
@@ -248,50 +242,64 @@ def _web(
             **read,
             "requests": len(targets),
             "left_out": int((~keep).sum()),
-            "files": len(where),
+            "files": len(laid.paths),
             "tree": str(tree) if tree else None,
-            "not_in_tree": known,
+            "not_in_tree": laid.missing,
             "speedup": speedup,
             "speedup_from": source,
             "arrival_jitter": "none" if second is not None else "the trace's own times",
         },
         second=second,
         speedup=speedup,
-        files=files,
-        file_of=file_of,
+        files=(laid.offsets, laid.paths),
+        file_of=laid.file_of,
     )
 
 
-def _layout(
-    targets: list[str], size: npt.NDArray[np.int64], tree: Path | None
-) -> tuple[dict[str, int], int]:
+@dataclass
+class _Layout:
+    """Files on the array in layout order: their paths, array offsets, and each request's file
+    among them; how many requested files a tree lacks."""
+
+    paths: pa.Array
+    offsets: U64
+    file_of: npt.NDArray[np.int64]
+    missing: int
+
+
+def _layout(targets: list[str], size: npt.NDArray[np.int64], tree: Path | None) -> _Layout:
     """Each file's array offset: the tree's files in its order, or the log's in order of first
     request at the largest size sent; and how many requested files the tree lacks (laid out
-    after its files)."""
-    largest: dict[str, int] = {}
-    for t, s in zip(targets, size.tolist(), strict=True):
-        largest[t] = max(largest.get(t, 0), s)
-    files: dict[str, int] = {}
+    after its files). Columnar, so a tree of half a million files costs no Python objects."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    asked = pa.array(targets, pa.string())
+    unique = pc.unique(asked)  # in order of first request
+    largest = np.zeros(len(unique), dtype=np.int64)
+    np.maximum.at(largest, np.asarray(pc.index_in(asked, unique)), size)
+    paths, sizes = pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
     if tree is not None:
         from iowatt.tree.manifest import read
 
         table, _ = read(tree)
-        for p, kind, s in zip(
-            table["path"].to_pylist(),
-            table["type"].to_pylist(),
-            table["size"].to_pylist(),
-            strict=True,
-        ):
-            if kind == "file":
-                files["/" + p.lstrip("/")] = max(int(s or 0), 1)
-    missing = [t for t in largest if t not in files]
-    for t in missing:
-        files[t] = largest[t]
-    where, at = {}, 0
-    for name, s in files.items():
-        where[name] = at
-        at += -(-max(s, largest.get(name, 0)) // ALIGN) * ALIGN
-    return where, len(missing) if tree is not None else 0
+        table = table.filter(pc.equal(table["type"], "file"))
+        # The log's targets are absolute; the manifest's paths are relative to its root.
+        trimmed = pc.utf8_ltrim(table["path"], "/").combine_chunks()
+        paths = pc.binary_join_element_wise("", trimmed, "/").cast(pa.string())
+        sizes = np.maximum(table["size"].fill_null(0).to_numpy(), 1).astype(np.int64)
+    in_tree = np.asarray(pc.is_in(unique, paths))
+    extra = unique.filter(pa.array(~in_tree))
+    paths = pa.concat_arrays([paths, extra])
+    # A file is laid out at the larger of its size in the tree and what the log sent of it.
+    sent = np.zeros(len(paths), dtype=np.int64)
+    at = np.asarray(pc.index_in(unique, paths))
+    sent[at] = largest
+    sizes = np.maximum(np.concatenate([sizes, np.zeros(len(extra), np.int64)]), sent)
+    aligned = -(-sizes // ALIGN) * ALIGN
+    offsets = (np.cumsum(aligned) - aligned).astype(np.uint64)
+    file_of = np.asarray(pc.index_in(asked, paths)).astype(np.int64)
+    return _Layout(paths, offsets, file_of, len(extra) if tree is not None else 0)
 
 
 def _check_speedup(speedup: float) -> float:
