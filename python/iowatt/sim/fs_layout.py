@@ -43,8 +43,7 @@ def metadata_blocks(
     start = g * group + HEADER_BLOCKS * BLOCK
     inode = start + (index % per_group) * inode_bytes // BLOCK * BLOCK
     # Each directory, numbered in name order: the group of its first file.
-    names, first_file, which = _directories(paths)
-    del names
+    first_file, which = _directories(paths)
     dir_group = g[first_file]
     by_group = np.argsort(dir_group, kind="stable")
     dir_first = np.searchsorted(dir_group[by_group], dir_group[by_group], side="left")
@@ -55,12 +54,10 @@ def metadata_blocks(
     return dir_block[which].astype(np.uint64), inode.astype(np.uint64)
 
 
-def _directories(
-    paths: pa.Array,
-) -> tuple[pa.Array, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The files' directories in name order, each one's first file, and each file's
-    directory (as numpy's ``unique`` with index and inverse gives them, without a Python
-    string per file)."""
+def _directories(paths: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The files' directories numbered in name order: each one's first file, and each file's
+    directory (as numpy's ``unique`` gives its index and inverse, without a Python string per
+    file)."""
     import pyarrow.compute as pc
 
     dirs = pc.replace_substring_regex(paths, r"/[^/]*$", "")
@@ -70,4 +67,4 @@ def _directories(
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     _, first = np.unique(codes, return_index=True)  # per code, in code order
-    return dirs.dictionary.take(order), first[order], rank[codes]
+    return first[order], rank[codes]

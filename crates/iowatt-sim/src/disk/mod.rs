@@ -127,7 +127,8 @@ pub struct Disk<R> {
     waiting: Option<u64>,
 }
 
-fn ns(s: f64) -> u64 {
+/// Seconds as whole ns.
+pub(crate) fn ns(s: f64) -> u64 {
     (s * 1e9).round() as u64
 }
 

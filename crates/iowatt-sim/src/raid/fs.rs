@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::cache::PageCache;
-use super::RaidError;
+use super::{RaidError, DAY_NS};
+use crate::disk::ns;
 
 /// A metadata block, bytes (ext2's block for large file systems).
 pub const BLOCK: u64 = 4096;
-const DAY_NS: u64 = 86_400_000_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -169,10 +169,6 @@ impl Fs {
         self.journal_at += bytes;
         Some((at, bytes))
     }
-}
-
-fn ns(s: f64) -> u64 {
-    (s * 1e9).round() as u64
 }
 
 #[cfg(test)]

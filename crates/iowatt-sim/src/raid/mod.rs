@@ -14,11 +14,15 @@ use thiserror::Error;
 pub use crate::disk::{DiskModel, Kind, Power, State};
 pub use fs::{Atime, Fs, FsConfig};
 pub use personality::{
-    Actions, DailyBudget, Extent, Lru, Paraid, ParaidParams, Personality, Raid0, Spec, Striping,
+    Actions, DailyBudget, DailyCount, Extent, Lru, Paraid, ParaidParams, Personality, Raid0, Spec,
+    Striping,
 };
 pub use sim::{Array, Completion, RaidRun, Request, Trace};
 
 use crate::Streams;
+
+/// A day of the trace, ns: what spin budgets and relatime count by.
+pub(crate) const DAY_NS: u64 = 86_400_000_000_000;
 
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum RaidError {

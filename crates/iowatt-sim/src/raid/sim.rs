@@ -15,7 +15,7 @@ use iowatt_metrics::Rng;
 
 use super::cache::PageCache;
 use super::fs::{Fs, FsWrite, BLOCK};
-use super::personality::{Actions, Extent, Personality};
+use super::personality::{Actions, DailyCount, Extent, Personality};
 use crate::disk::{Disk, DiskModel, Span, State};
 use crate::EventQueue;
 
@@ -86,10 +86,6 @@ struct Member {
     wake: bool,
     /// Waiting in standby for its turn to spin up (staggered).
     turn: bool,
-    /// Spin-downs on the current day of the trace, and the most in any day.
-    day: u64,
-    today: u64,
-    most: u64,
 }
 
 /// A request at the array: the caller's tag, array offset and bytes, whether it writes, and
@@ -166,9 +162,9 @@ pub struct Array {
     /// Spin-ups start at least this far apart, and when the next may.
     stagger_ns: u64,
     next_turn_ns: u64,
+    /// Spin-downs per disk by day, for the most in any day.
+    spins: DailyCount,
 }
-
-const DAY_NS: u64 = 86_400_000_000_000;
 
 impl Array {
     /// `streams(d)` is disk d's seeded stream (its rotational positions).
@@ -188,9 +184,6 @@ impl Array {
                 busy_mark: 0,
                 wake: false,
                 turn: false,
-                day: 0,
-                today: 0,
-                most: 0,
             })
             .collect::<Vec<_>>();
         let n = disks.len();
@@ -203,7 +196,6 @@ impl Array {
             out: RaidRun {
                 energy_j: vec![0.0; n],
                 spin_cycles: vec![0; n],
-                most_cycles_a_day: vec![0; n],
                 bin_energy_j: vec![Vec::new(); n],
                 bin_standby_s: vec![Vec::new(); n],
                 ..RaidRun::default()
@@ -216,6 +208,7 @@ impl Array {
             fs: None,
             stagger_ns: 0,
             next_turn_ns: 0,
+            spins: DailyCount::new(n),
         }
     }
 
@@ -343,13 +336,7 @@ impl Array {
 
     fn spin_down(&mut self, d: usize, now: u64) {
         self.personality.spinning_down(now, d);
-        let member = &mut self.disks[d];
-        if now / DAY_NS != member.day {
-            member.day = now / DAY_NS;
-            member.today = 0;
-        }
-        member.today += 1;
-        member.most = member.most.max(member.today);
+        self.spins.count(now, d);
         let (span, down) = self.disks[d].disk.spin_down(&self.model, now);
         self.charge(d, span, State::SpinningDown);
         self.queue.at(down, Ev::SpunDown(d as u16));
@@ -584,17 +571,6 @@ impl Array {
         self.queue.now_ns()
     }
 
-    /// Disk `d`'s power state, its spin-downs so far and its energy up to `now`, J.
-    pub fn disk_state(&self, d: usize, now: u64) -> (State, u64, f64) {
-        let disk = &self.disks[d].disk;
-        (disk.state(), disk.cycles(), disk.energy_j(&self.model, now))
-    }
-
-    /// The disks the personality powers now (PARAID's gear), or None.
-    pub fn gear(&self) -> Option<usize> {
-        self.personality.gear()
-    }
-
     /// Serves the next event.
     fn step(&mut self) {
         let Some((now, ev)) = self.queue.next() else {
@@ -669,8 +645,8 @@ impl Array {
             let state = self.disks[d].disk.state();
             self.enter(d, end, state);
             self.out.spin_cycles[d] = self.disks[d].disk.cycles();
-            self.out.most_cycles_a_day[d] = self.disks[d].most;
         }
+        self.out.most_cycles_a_day = self.spins.most().to_vec();
         self.out.end_ns = end;
         self.out
     }

@@ -12,6 +12,8 @@ pub use raid0::Raid0;
 
 use serde::{Deserialize, Serialize};
 
+use super::DAY_NS;
+
 /// One disk's part of a request: contiguous bytes at a disk offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Extent {
@@ -125,42 +127,71 @@ pub(crate) fn push_extent(out: &mut Vec<Extent>, disk: usize, offset: u64, bytes
     }
 }
 
-const DAY_NS: u64 = 86_400_000_000_000;
+/// Spin-downs per disk counted by the day of the trace, and the most any disk made in a day.
+#[derive(Debug, Clone)]
+pub struct DailyCount {
+    day: u64,
+    today: Vec<u64>,
+    most: Vec<u64>,
+}
+
+impl DailyCount {
+    pub fn new(disks: usize) -> Self {
+        Self {
+            day: 0,
+            today: vec![0; disks],
+            most: vec![0; disks],
+        }
+    }
+
+    /// `disk`'s spin-downs on the day of `now_ns`.
+    pub fn on(&self, now_ns: u64, disk: usize) -> u64 {
+        if now_ns / DAY_NS == self.day {
+            self.today[disk]
+        } else {
+            0
+        }
+    }
+
+    /// `disk` spins down at `now_ns`.
+    pub fn count(&mut self, now_ns: u64, disk: usize) {
+        if now_ns / DAY_NS != self.day {
+            self.day = now_ns / DAY_NS;
+            self.today.iter_mut().for_each(|u| *u = 0);
+        }
+        self.today[disk] += 1;
+        self.most[disk] = self.most[disk].max(self.today[disk]);
+    }
+
+    /// Each disk's most spin-downs in any day so far.
+    pub fn most(&self) -> &[u64] {
+        &self.most
+    }
+}
 
 /// Spin-downs a disk may make in a day of the trace: ⌊B⌋ of a budget of B a day (a disk rated
 /// for 50,000 start/stops over five years may make 27, not 28), or any number.
 #[derive(Debug, Clone)]
 pub struct DailyBudget {
     allowed: Option<u64>,
-    day: u64,
-    used: Vec<u64>,
+    spent: DailyCount,
 }
 
 impl DailyBudget {
     pub fn new(per_day: Option<f64>, disks: usize) -> Self {
         Self {
             allowed: per_day.map(|b| b.floor() as u64),
-            day: 0,
-            used: vec![0; disks],
+            spent: DailyCount::new(disks),
         }
     }
 
     /// Whether `disk` may spin down once more on the day of `now_ns`.
     pub fn allows(&self, now_ns: u64, disk: usize) -> bool {
-        let used = if now_ns / DAY_NS == self.day {
-            self.used[disk]
-        } else {
-            0
-        };
-        self.allowed.is_none_or(|a| used < a)
+        self.allowed.is_none_or(|a| self.spent.on(now_ns, disk) < a)
     }
 
     /// `disk` spins down at `now_ns`.
     pub fn spend(&mut self, now_ns: u64, disk: usize) {
-        if now_ns / DAY_NS != self.day {
-            self.day = now_ns / DAY_NS;
-            self.used.iter_mut().for_each(|u| *u = 0);
-        }
-        self.used[disk] += 1;
+        self.spent.count(now_ns, disk);
     }
 }
