@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from iowatt.errors import ConfigError, RunNotFoundError
+from iowatt.errors import ConfigError
 
 TAIL_POINTS = 256  # n: entries of each step's table
 
@@ -250,18 +250,7 @@ def resolve_tails(
     :func:`iowatt.emulate.vibration.resolve_curve` resolves it): a sweep run's, ``RUN:DISK``'s
     or ``latest``'s; None for a curve file or a disk profile, which have no histograms, and for
     a run without them."""
-    from iowatt.sim.curves import latest_sweep, split_disk
-    from iowatt.store.runs import resolve_run
+    from iowatt.emulate.vibration import curve_run
 
-    if Path(ref).is_file():
-        return None
-    run, disk = split_disk(ref)
-    if run == "latest":
-        return measure_tails(latest_sweep(results, kind), disk, n)
-    try:
-        run_dir = resolve_run(results, run)
-    except RunNotFoundError:
-        if disk is not None:
-            raise
-        return None  # a disk profile
-    return measure_tails(run_dir, disk, n)
+    found = curve_run(ref, results, kind)
+    return None if found is None else measure_tails(*found, n)

@@ -130,24 +130,34 @@ def resolve_curve(
     """The one curve ``--curve REF`` names: a curve file, a sweep run of one disk or
     ``RUN:DISK`` (``latest``: the last sweep, of ``kind`` when given), or a disk profile's
     curve of ``kind`` (fan unless said) and ``band``."""
-    from iowatt.sim.curves import latest_sweep, split_disk
-    from iowatt.store.runs import resolve_run
-
     if band is not None and kind != "amplitude":
         raise ConfigError("--band belongs to --stimulus amplitude", "drop --band")
     path = Path(ref)
     if path.is_file():
         return _file_curve(path, kind)
+    found = curve_run(ref, results, kind)
+    if found is None:
+        return _profile_curve(ref, kind, band)
+    return _run_curve(*found, kind)
+
+
+def curve_run(ref: str, results: Path, kind: str | None = None) -> tuple[Path, str | None] | None:
+    """The sweep run (and disk) ``--curve REF`` names: ``RUN``, ``RUN:DISK`` or ``latest``
+    (the last sweep, of ``kind`` when given); None for a curve file or a disk profile's name."""
+    from iowatt.sim.curves import latest_sweep, split_disk
+    from iowatt.store.runs import resolve_run
+
+    if Path(ref).is_file():
+        return None
     run, disk = split_disk(ref)
     if run == "latest":
-        return _run_curve(latest_sweep(results, kind), disk, kind)
+        return latest_sweep(results, kind), disk
     try:
-        run_dir = resolve_run(results, run)
+        return resolve_run(results, run), disk
     except RunNotFoundError:
         if disk is not None:
             raise
-        return _profile_curve(ref, kind, band)
-    return _run_curve(run_dir, disk, kind)
+        return None
 
 
 # --- the schedule ------------------------------------------------------------------------------
