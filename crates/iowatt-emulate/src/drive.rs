@@ -9,7 +9,7 @@
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use fuser::{ReplyData, ReplyWrite};
+use fuser::{FileAttr, ReplyAttr, ReplyData, ReplyEntry, ReplyWrite};
 use iowatt_metrics::Rng;
 use iowatt_sim::disk::{Charge, Discipline, Disk, DiskModel, Started, State};
 
@@ -20,10 +20,13 @@ pub trait Answer: Send + 'static {
     fn fail(self);
 }
 
-/// The kernel's request, answered through FUSE.
+/// The kernel's request, answered through FUSE: a read's data, a write's count, or a name's
+/// or a file's attributes once its metadata has been read.
 pub enum Reply {
     Read(ReplyData, Vec<u8>),
     Write(ReplyWrite, u32),
+    Entry(ReplyEntry, FileAttr),
+    Attr(ReplyAttr, FileAttr),
 }
 
 impl Answer for Reply {
@@ -31,6 +34,8 @@ impl Answer for Reply {
         match self {
             Reply::Read(r, data) => r.data(&data),
             Reply::Write(r, n) => r.written(n),
+            Reply::Entry(r, a) => r.entry(&crate::fs::TTL, &a, fuser::Generation(0)),
+            Reply::Attr(r, a) => r.attr(&crate::fs::TTL, &a),
         }
     }
 
@@ -38,6 +43,8 @@ impl Answer for Reply {
         match self {
             Reply::Read(r, _) => r.error(fuser::Errno::EIO),
             Reply::Write(r, _) => r.error(fuser::Errno::EIO),
+            Reply::Entry(r, _) => r.error(fuser::Errno::EIO),
+            Reply::Attr(r, _) => r.error(fuser::Errno::EIO),
         }
     }
 }
@@ -155,7 +162,7 @@ pub struct Change {
 }
 
 /// What the disk has done so far.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counters {
     pub now_ns: u64,
     pub state: State,

@@ -20,13 +20,17 @@ use fuser::{
     ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::control;
-use crate::drive::{Drive, Pending, Reply, SetError};
+use iowatt_sim::raid::Request as DeviceRequest;
+
+use crate::control::{self, Control};
+use crate::device::Device;
+use crate::drive::{Answer, Pending, Reply, SetError};
+use crate::meta::Layout;
 use crate::place::Placement;
 
 /// How long the kernel may keep a name or attributes: short, since BACKING may change beside
 /// the mount.
-const TTL: Duration = Duration::from_secs(1);
+pub(crate) const TTL: Duration = Duration::from_secs(1);
 
 fn errno(e: std::io::Error) -> Errno {
     Errno::from(e)
@@ -54,9 +58,13 @@ struct Open {
     key: u64,
 }
 
-pub struct EmulatedFs {
-    drive: Arc<Drive<Reply>>,
+pub struct EmulatedFs<D> {
+    drive: Arc<D>,
+    control: Control,
     place: Placement,
+    /// Where the file system keeps each file's metadata, when lookups and access times are
+    /// charged (an array with a file system model).
+    layout: Option<Mutex<Layout>>,
     direct_io: bool,
     nodes: Mutex<Nodes>,
     open: Mutex<HashMap<u64, Open>>,
@@ -104,14 +112,23 @@ pub fn attr(ino: u64, m: &Metadata) -> FileAttr {
     }
 }
 
-impl EmulatedFs {
-    pub fn new(backing: PathBuf, drive: Arc<Drive<Reply>>, direct_io: bool) -> Self {
-        let place = Placement::new(drive.model().capacity_bytes());
+impl<D: Device> EmulatedFs<D> {
+    /// BACKING served from `drive`, its files laid out by `place`, with `layout` charging
+    /// their metadata.
+    pub fn new(
+        backing: PathBuf,
+        drive: Arc<D>,
+        direct_io: bool,
+        place: Placement,
+        layout: Option<Layout>,
+    ) -> Self {
         let mut paths = HashMap::new();
         paths.insert(INodeNo::ROOT.0, backing);
         EmulatedFs {
+            control: Control::new(&drive.control_files()),
             drive,
             place,
+            layout: layout.map(Mutex::new),
             direct_io,
             nodes: Mutex::new(Nodes {
                 paths,
@@ -204,6 +221,19 @@ impl EmulatedFs {
     }
 }
 
+/// A read or write of `bytes` at device offset `at` (with its file's inode block, for its
+/// access time, or u64::MAX).
+fn data_request(at: u64, bytes: u64, write: bool, inode_at: u64) -> DeviceRequest {
+    DeviceRequest {
+        tag: 0,
+        offset: at,
+        bytes,
+        write,
+        dir_at: u64::MAX,
+        inode_at,
+    }
+}
+
 /// Answers a request that makes a name: its attributes, or the error.
 fn entry(reply: ReplyEntry, made: Result<FileAttr, Errno>) {
     match made {
@@ -220,15 +250,52 @@ fn done(reply: ReplyEmpty, result: Result<(), Errno>) {
     }
 }
 
-impl EmulatedFs {
+impl<D: Device> EmulatedFs<D> {
     /// A counter file's text now.
     fn render(&self, ino: INodeNo) -> String {
-        let d = &self.drive;
-        if ino == control::STREAMS {
-            control::streams(&d.streams())
-        } else {
-            control::read(ino, &d.counters(), d.model(), d.stimulus_range())
+        self.control
+            .path(ino)
+            .map_or_else(String::new, |p| self.drive.render(p))
+    }
+
+    /// A regular file's metadata blocks (its directory's, with `parent`; its inode's) and
+    /// where its data start, when the layout charges them.
+    fn metadata(&self, parent: Option<INodeNo>, m: &Metadata) -> Option<(u64, u64, u64)> {
+        let layout = self.layout.as_ref()?;
+        if !m.is_file() {
+            return None;
         }
+        let data_at = self.place.first_byte(m.ino(), m.size());
+        let mut l = lock(layout);
+        let inode_at = l.inode(m.ino(), data_at);
+        let dir_at = parent.map_or(u64::MAX, |p| l.dir(p.0, data_at));
+        Some((dir_at, inode_at, data_at))
+    }
+
+    /// A lookup (with its directory) or getattr of a file the layout charges: answered once
+    /// its metadata blocks are read, or at once when none are.
+    fn answer_attr(&self, req: &Request, parent: Option<INodeNo>, path: &Path, reply: Reply) {
+        let charged = std::fs::symlink_metadata(path)
+            .ok()
+            .and_then(|m| self.metadata(parent, &m));
+        let Some((dir_at, inode_at, data_at)) = charged else {
+            return reply.send();
+        };
+        let pending = Pending {
+            reply,
+            arrived_ns: self.drive.now_ns(),
+            write: false,
+            stream: req.pid(),
+        };
+        let request = DeviceRequest {
+            tag: 0,
+            offset: data_at,
+            bytes: 0,
+            write: false,
+            dir_at,
+            inode_at,
+        };
+        self.drive.submit(pending, request);
     }
 
     /// A value written to `.iowatt/stimulus`: ENODATA without a curve, EPERM while a BMC is
@@ -247,19 +314,31 @@ impl EmulatedFs {
     }
 }
 
-impl Filesystem for EmulatedFs {
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        if let Some(a) = control::lookup(parent, name) {
+impl<D: Device> Filesystem for EmulatedFs<D> {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if let Some(a) = self.control.lookup(parent, name) {
             return reply.entry(&TTL, &a, Generation(0));
         }
-        entry(reply, self.child(parent, name).and_then(|p| self.entry(&p)));
+        let path = self.child(parent, name);
+        match path.as_ref().map_err(|e| *e).and_then(|p| self.entry(p)) {
+            Ok(a) if self.layout.is_some() => {
+                let path = path.expect("found");
+                self.answer_attr(req, Some(parent), &path, Reply::Entry(reply, a));
+            }
+            made => entry(reply, made),
+        }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        if let Some(a) = control::getattr(ino) {
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        if let Some(a) = self.control.getattr(ino) {
             return reply.attr(&TTL, &a);
         }
-        match self.path(ino).and_then(|p| self.entry(&p)) {
+        let path = self.path(ino);
+        match path.as_ref().map_err(|e| *e).and_then(|p| self.entry(p)) {
+            Ok(a) if self.layout.is_some() => {
+                let path = path.expect("found");
+                self.answer_attr(req, None, &path, Reply::Attr(reply, a));
+            }
             Ok(a) => reply.attr(&TTL, &a),
             Err(e) => reply.error(e),
         }
@@ -283,7 +362,7 @@ impl Filesystem for EmulatedFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        if let Some(a) = control::getattr(ino) {
+        if let Some(a) = self.control.getattr(ino) {
             // `echo 50 > .iowatt/stimulus` truncates first: nothing to truncate.
             return reply.attr(&TTL, &a);
         }
@@ -446,7 +525,7 @@ impl Filesystem for EmulatedFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        if control::getattr(ino).is_some() {
+        if self.control.owns(ino) {
             // Counters are rendered afresh for each read from the start: never cached.
             let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
             return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
@@ -495,7 +574,7 @@ impl Filesystem for EmulatedFs {
         reply: ReplyData,
     ) {
         let arrived_ns = self.drive.now_ns();
-        if control::getattr(ino).is_some() {
+        if self.control.owns(ino) {
             let mut rendered = lock(&self.rendered);
             if offset == 0 || !rendered.contains_key(&fh.0) {
                 rendered.insert(fh.0, self.render(ino).into_bytes());
@@ -525,13 +604,19 @@ impl Filesystem for EmulatedFs {
             return reply.data(&buf);
         }
         let at = self.place.disk_offset(&file, key, offset);
+        // The file's access time, where the layout charges it.
+        let inode_at = match &self.layout {
+            Some(l) => lock(l).inode(key, self.place.disk_offset(&file, key, 0)),
+            None => u64::MAX,
+        };
         let pending = Pending {
             reply: Reply::Read(reply, buf),
             arrived_ns,
             write: false,
             stream: req.pid(),
         };
-        self.drive.submit(pending, at, n as u64);
+        self.drive
+            .submit(pending, data_request(at, n as u64, false, inode_at));
     }
 
     fn write(
@@ -546,7 +631,7 @@ impl Filesystem for EmulatedFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        if ino == control::STIMULUS {
+        if self.control.path(ino) == Some(control::STIMULUS) {
             return match self.set_stimulus(data) {
                 Ok(()) => reply.written(data.len() as u32),
                 Err(e) => reply.error(e),
@@ -567,7 +652,8 @@ impl Filesystem for EmulatedFs {
             write: true,
             stream: req.pid(),
         };
-        self.drive.submit(pending, at, data.len() as u64);
+        let request = data_request(at, data.len() as u64, true, u64::MAX);
+        self.drive.submit(pending, request);
     }
 
     fn flush(
@@ -624,8 +710,9 @@ impl Filesystem for EmulatedFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        if control::getattr(ino).is_some() {
-            for (i, (ino, kind, name)) in control::entries().enumerate().skip(offset as usize) {
+        if self.control.owns(ino) {
+            let listing = self.control.entries(ino);
+            for (i, (ino, kind, name)) in listing.into_iter().enumerate().skip(offset as usize) {
                 if reply.add(INodeNo(ino), i as u64 + 1, kind, name) {
                     break;
                 }

@@ -8,9 +8,12 @@
 //! serves until cancelled, then answers what is still queued, unmounts and hands back every
 //! request's charge and every state change.
 
+mod array;
 mod control;
+mod device;
 mod drive;
 mod fs;
+mod meta;
 mod place;
 
 use std::path::PathBuf;
@@ -20,14 +23,19 @@ use std::time::Duration;
 use fuser::{Config, MountOption};
 use iowatt_metrics::Work;
 use iowatt_sim::disk::DiskModel;
+use iowatt_sim::raid::{self, ArrayConfig, Spec};
+
+use crate::place::Placement;
 use iowatt_sim::Streams;
 use thiserror::Error;
 
-pub use control::json as counters_json;
+pub use array::{ArrayCounters, ArrayDrive, ArrayLog, ArrayServed};
+pub use control::{array_json, json as counters_json};
 pub use drive::{
     Answer, Change, Counters, Drive, Log, Pending, Reply, Served, SetError, Stimulus, Vibration,
 };
 pub use iowatt_sim::disk::Discipline;
+pub use meta::LayoutConfig;
 
 /// The source name the mount carries in /proc/self/mountinfo: how `iowatt emulate unmount`
 /// knows a mount is an emulated disk.
@@ -37,8 +45,24 @@ pub const FS_NAME: &str = "iowatt-emulate";
 pub enum EmulateError {
     #[error("cannot mount {mount}: {reason}")]
     Mount { mount: String, reason: String },
+    #[error("{0}")]
+    Config(String),
     #[error("the emulated disk stopped unexpectedly (an iowatt bug)")]
     Panicked,
+}
+
+/// An array of emulated disks behind the mount: the simulator's array (disks, model, stripe
+/// unit, spin-up stagger, file system model) under `spec`, its files' data using `used`
+/// bytes of it (PARAID's replicas lie after), with `layout` placing their metadata when the
+/// file system model is on. Its page cache is the kernel's (`Options::page_cache`): the
+/// configuration's own is not used.
+#[derive(Debug, Clone)]
+pub struct ArrayOptions {
+    pub config: ArrayConfig,
+    pub spec: Spec,
+    pub personality: String,
+    pub used: u64,
+    pub layout: LayoutConfig,
 }
 
 /// What to emulate, where.
@@ -58,6 +82,8 @@ pub struct Options {
     pub discipline: Discipline,
     /// A throughput curve slowing the disk at the stimulus in force.
     pub vibration: Option<Vibration>,
+    /// Serve from an array of disks of `model` instead of one.
+    pub array: Option<ArrayOptions>,
 }
 
 /// Everything the disk served, its state changes and its counters at the end.
@@ -71,32 +97,54 @@ pub struct Record {
     pub counters: Counters,
     /// Files were still open at the end, so the mount was detached lazily.
     pub lazy_unmount: bool,
+    /// An array's account (then `served` and `changes` are empty).
+    pub array: Option<ArrayLog>,
 }
 
 pub type Outcome = Result<Record, EmulateError>;
 
+/// What is mounted: one disk, or an array.
+enum Mounted {
+    Disk(Arc<Drive<drive::Reply>>),
+    Array(Arc<ArrayDrive<drive::Reply>>),
+}
+
 /// Shared with the caller while the disk is mounted.
 #[derive(Default)]
 pub struct Progress {
-    drive: OnceLock<Arc<Drive<drive::Reply>>>,
+    mounted: OnceLock<Mounted>,
     stop: Mutex<bool>,
     stopped: Condvar,
 }
 
 impl Progress {
-    /// The counters so far; None until the mount is ready.
+    /// The counters so far; None until the mount is ready (or for an array).
     pub fn counters(&self) -> Option<Counters> {
-        self.drive.get().map(|d| d.counters())
-    }
-
-    /// The mounted disk's model, once mounted.
-    pub fn model(&self) -> Option<&DiskModel> {
-        self.drive.get().map(|d| d.model())
+        self.drive().map(|d| d.counters())
     }
 
     /// The mounted disk, once mounted: to set its stimulus.
     pub fn drive(&self) -> Option<&Drive<drive::Reply>> {
-        self.drive.get().map(|d| &**d)
+        match self.mounted.get()? {
+            Mounted::Disk(d) => Some(&**d),
+            Mounted::Array(_) => None,
+        }
+    }
+
+    /// The mounted array, once mounted.
+    pub fn array(&self) -> Option<&ArrayDrive<drive::Reply>> {
+        match self.mounted.get()? {
+            Mounted::Array(a) => Some(&**a),
+            Mounted::Disk(_) => None,
+        }
+    }
+
+    /// The mount's clock zero on CLOCK_MONOTONIC, once mounted.
+    pub fn epoch_ns(&self) -> Option<u64> {
+        match self.mounted.get()? {
+            Mounted::Disk(d) => Some(d.epoch_ns()),
+            Mounted::Array(a) => Some(a.epoch_ns()),
+        }
     }
 }
 
@@ -119,6 +167,54 @@ fn detach(mount: &std::path::Path) {
         .status();
 }
 
+/// Mounts BACKING served from `device`, its files laid out by `place` (and their metadata by
+/// the layout), runs `timer` beside it until cancelled, then `stop`s the device and unmounts;
+/// whether the mount had to be detached lazily.
+fn serve<D: device::Device>(
+    o: &Options,
+    progress: &Progress,
+    (device, mounted): (Arc<D>, Mounted),
+    (place, layout): (Placement, Option<meta::Layout>),
+    timer: impl FnOnce() + Send + 'static,
+    stop: impl FnOnce(),
+) -> Result<bool, EmulateError> {
+    let failed = |reason: String| EmulateError::Mount {
+        mount: o.mount.display().to_string(),
+        reason,
+    };
+    let fs = fs::EmulatedFs::new(o.backing.clone(), device, !o.page_cache, place, layout);
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName(FS_NAME.into()),
+        MountOption::Subtype("iowatt".into()),
+        MountOption::DefaultPermissions,
+        MountOption::RW,
+    ];
+    let session = fuser::spawn_mount(fs, &o.mount, &config).map_err(|e| failed(e.to_string()))?;
+    let timer = std::thread::Builder::new()
+        .name("iowatt-emulate-timer".into())
+        .spawn(timer)
+        .map_err(|e| failed(e.to_string()))?;
+    let _ = progress.mounted.set(mounted);
+    {
+        let mut stopped = progress.stop.lock().unwrap_or_else(|e| e.into_inner());
+        while !*stopped {
+            stopped = progress
+                .stopped
+                .wait(stopped)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+    stop();
+    let _ = timer.join();
+    // Busy (files still open): detach now, and let the kernel finish it once they close.
+    let lazy_unmount = session.umount_and_join().is_err();
+    if lazy_unmount {
+        detach(&o.mount);
+    }
+    Ok(lazy_unmount)
+}
+
 impl Work for Emulation {
     type Progress = Progress;
     type Outcome = Outcome;
@@ -126,66 +222,65 @@ impl Work for Emulation {
     fn run(self: Arc<Self>, progress: &Progress) -> Outcome {
         let o = &self.options;
         let streams = Streams::new(o.seed);
-        let drive = Arc::new(Drive::new(
-            o.model.clone(),
-            o.spin_down,
-            (streams.stream(0), streams.stream(1)),
-            o.discipline,
-            o.vibration.clone(),
-        ));
-        let fs = fs::EmulatedFs::new(o.backing.clone(), drive.clone(), !o.page_cache);
-        let mut config = Config::default();
-        config.mount_options = vec![
-            MountOption::FSName(FS_NAME.into()),
-            MountOption::Subtype("iowatt".into()),
-            MountOption::DefaultPermissions,
-            MountOption::RW,
-        ];
-        let session =
-            fuser::spawn_mount(fs, &o.mount, &config).map_err(|e| EmulateError::Mount {
-                mount: o.mount.display().to_string(),
-                reason: e.to_string(),
-            })?;
-        let timer = {
-            let drive = drive.clone();
-            std::thread::Builder::new()
-                .name("iowatt-emulate-timer".into())
-                .spawn(move || drive.run_timer())
-                .map_err(|e| EmulateError::Mount {
-                    mount: o.mount.display().to_string(),
-                    reason: e.to_string(),
-                })?
+        let Some(a) = &o.array else {
+            let drive = Arc::new(Drive::new(
+                o.model.clone(),
+                o.spin_down,
+                (streams.stream(0), streams.stream(1)),
+                o.discipline,
+                o.vibration.clone(),
+            ));
+            let place = Placement::new(o.model.capacity_bytes());
+            let (timer, stop) = (drive.clone(), drive.clone());
+            let lazy_unmount = serve(
+                o,
+                progress,
+                (drive.clone(), Mounted::Disk(drive.clone())),
+                (place, None),
+                move || timer.run_timer(),
+                move || stop.stop(),
+            )?;
+            let Log {
+                served,
+                changes,
+                stimuli,
+                counters,
+            } = drive.take_log();
+            return Ok(Record {
+                t0_ns: drive.epoch_ns(),
+                served,
+                changes,
+                stimuli,
+                counters,
+                lazy_unmount,
+                array: None,
+            });
         };
-        let _ = progress.drive.set(drive.clone());
-        {
-            let mut stop = progress.stop.lock().unwrap_or_else(|e| e.into_inner());
-            while !*stop {
-                stop = progress
-                    .stopped
-                    .wait(stop)
-                    .unwrap_or_else(|e| e.into_inner());
-            }
-        }
-        drive.stop();
-        let _ = timer.join();
-        // Busy (files still open): detach now, and let the kernel finish it once they close.
-        let lazy_unmount = session.umount_and_join().is_err();
-        if lazy_unmount {
-            detach(&o.mount);
-        }
-        let Log {
-            served,
-            changes,
-            stimuli,
-            counters,
-        } = drive.take_log();
+        let metadata = a.config.fs.is_some();
+        let engine = raid::build(&a.config, &a.spec, a.used, o.seed, metadata)
+            .map_err(|e| EmulateError::Config(e.to_string()))?;
+        let array = Arc::new(ArrayDrive::new(engine, o.model.clone(), &a.personality));
+        let capacity = o.model.capacity_bytes() * a.config.disks as u64;
+        let place = Placement::allocation_order(capacity, 4096);
+        let layout = metadata.then(|| meta::Layout::new(a.layout));
+        let (timer, stop) = (array.clone(), array.clone());
+        let lazy_unmount = serve(
+            o,
+            progress,
+            (array.clone(), Mounted::Array(array.clone())),
+            (place, layout),
+            move || timer.run_timer(),
+            move || stop.stop(),
+        )?;
+        let log = array.take_log();
         Ok(Record {
-            t0_ns: drive.epoch_ns(),
-            served,
-            changes,
-            stimuli,
-            counters,
+            t0_ns: array.epoch_ns(),
+            served: Vec::new(),
+            changes: Vec::new(),
+            stimuli: Vec::new(),
+            counters: Counters::default(),
             lazy_unmount,
+            array: Some(log),
         })
     }
 

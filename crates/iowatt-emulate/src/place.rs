@@ -71,27 +71,50 @@ struct Runs {
     next: u64,
 }
 
-/// Disk offsets for file offsets, one model disk of `capacity` bytes.
+/// Disk offsets for file offsets, over `capacity` bytes.
 pub struct Placement {
     capacity: u64,
+    /// Runs are rounded up to this; a file system's extents are followed only when set.
+    unit: u64,
+    fiemap: bool,
     runs: Mutex<Runs>,
 }
 
 impl Placement {
+    /// One model disk: the file system's extents where it gives them.
     pub fn new(capacity: u64) -> Self {
         Placement {
             capacity: capacity.max(CHUNK),
+            unit: CHUNK,
+            fiemap: true,
+            runs: Mutex::new(Runs::default()),
+        }
+    }
+
+    /// An array of `capacity` bytes: every file in allocation order, in runs of `unit` bytes
+    /// (a block), as the simulator lays a tree out from the array's start.
+    pub fn allocation_order(capacity: u64, unit: u64) -> Self {
+        Placement {
+            capacity: capacity.max(unit),
+            unit: unit.max(1),
+            fiemap: false,
             runs: Mutex::new(Runs::default()),
         }
     }
 
     /// Where byte `offset` of `file` (known by `key`, e.g. its inode) lies on the disk.
     pub fn disk_offset(&self, file: &File, key: u64, offset: u64) -> u64 {
-        match physical(file, offset) {
+        match self.fiemap.then(|| physical(file, offset)).flatten() {
             Some(p) => p % self.capacity,
             // The file's size is asked for only when a run is laid out, not on every request.
             None => self.allocated(key, offset, || file.metadata().map_or(0, |m| m.len())),
         }
+    }
+
+    /// Where the first byte of a file of `size` bytes known by `key` lies, in allocation
+    /// order (the file need not be open).
+    pub fn first_byte(&self, key: u64, size: u64) -> u64 {
+        self.allocated(key, 0, || size)
     }
 
     /// Byte `offset` of a file of `size()` bytes in allocation order.
@@ -105,13 +128,14 @@ impl Placement {
         {
             Some(r) => *r,
             None => {
-                // A file first seen: all of it; bytes it grew by: from their chunk to its end.
+                // A file first seen: all of it; bytes it grew by: from their unit to its end.
+                let unit = self.unit;
                 let file = if runs.is_empty() {
                     0
                 } else {
-                    offset / CHUNK * CHUNK
+                    offset / unit * unit
                 };
-                let len = (size().max(offset + 1) - file).div_ceil(CHUNK) * CHUNK;
+                let len = (size().max(offset + 1) - file).div_ceil(unit) * unit;
                 let r = Run {
                     file,
                     disk: *next,

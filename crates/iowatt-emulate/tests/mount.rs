@@ -63,6 +63,7 @@ impl Mounted {
                 page_cache: false,
                 discipline,
                 vibration,
+                array: None,
             },
         });
         assert!(handle.start());

@@ -4,11 +4,13 @@
 use std::time::Duration;
 
 use iowatt_emulate::{
-    counters_json, Counters, Discipline, Drive, EmulateError, Emulation as Work, Options, Progress,
-    Reply, Served, SetError, Vibration,
+    array_json, counters_json, ArrayCounters, ArrayLog, ArrayOptions, ArrayServed, Counters,
+    Discipline, Drive, EmulateError, Emulation as Work, LayoutConfig, Options, Progress, Reply,
+    Served, SetError, Vibration,
 };
 use iowatt_metrics::Handle;
 use iowatt_sim::disk::{DiskModel, State};
+use iowatt_sim::raid::{self, ArrayConfig, Spec};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -32,11 +34,15 @@ impl Emulation {
     /// with `curve` ((stimulus, r) points, ascending) and `tails` (per step's stimulus, the
     /// quantiles of the multiplier of a request's added time, mean 1),
     /// slowed to r at the stimulus `at`, a stall (r = 0) failing requests after `stall_cap_s`.
+    /// With `array_json` (`{"array": ArrayConfig, "spec": Spec, "used": bytes, "layout":
+    /// {group_bytes, inodes_per_group, inode_bytes}}`, checked here as `iowatt sim raid`
+    /// checks it), an array of such disks under the spec's personality.
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (
         backing, mount, model_json, *, name, spin_down_s, seed, page_cache, scheduler="fifo",
-        slice_s=0.1, idle_window_s=0.008, curve=None, at=None, stall_cap_s=30.0, tails=None
+        slice_s=0.1, idle_window_s=0.008, curve=None, at=None, stall_cap_s=30.0, tails=None,
+        array_json=None
     ))]
     fn new(
         py: Python<'_>,
@@ -54,6 +60,7 @@ impl Emulation {
         at: Option<f64>,
         stall_cap_s: f64,
         tails: Option<Vec<(f64, Vec<f64>)>>,
+        array_json: Option<&str>,
     ) -> PyResult<Self> {
         let config = |m: String| raise(py, "ConfigError", m, None);
         let model: DiskModel = serde_json::from_str(model_json)
@@ -125,6 +132,10 @@ impl Emulation {
                     page_cache,
                     discipline,
                     vibration,
+                    array: array_json
+                        .map(|j| array_options(j, seed))
+                        .transpose()
+                        .map_err(config)?,
                 },
             }),
         })
@@ -150,6 +161,48 @@ impl Emulation {
         let drive = self.mounted(py)?;
         drive.follow(value).map_err(|e| set_error(py, e))
     }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArrayRequest {
+    array: ArrayConfig,
+    spec: Spec,
+    used: u64,
+    layout: Layout,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Layout {
+    group_bytes: u64,
+    inodes_per_group: u64,
+    inode_bytes: u64,
+}
+
+/// The array the emulator serves from, refused (one line) where `iowatt sim raid` would
+/// refuse it: built once here, as the mount will build it.
+fn array_options(json: &str, seed: u64) -> Result<ArrayOptions, String> {
+    let r: ArrayRequest =
+        serde_json::from_str(json).map_err(|e| format!("the array's configuration: {e}"))?;
+    raid::build(&r.array, &r.spec, r.used, seed, r.array.fs.is_some())
+        .map_err(|e| e.to_string())?;
+    let personality = match &r.spec {
+        Spec::Raid0 => "raid0",
+        Spec::Lru { .. } => "lru",
+        Spec::Paraid(_) => "paraid",
+    };
+    Ok(ArrayOptions {
+        personality: personality.into(),
+        used: r.used,
+        layout: LayoutConfig {
+            group_bytes: r.layout.group_bytes,
+            inodes_per_group: r.layout.inodes_per_group,
+            inode_bytes: r.layout.inode_bytes,
+        },
+        config: r.array,
+        spec: r.spec,
+    })
 }
 
 impl Emulation {
@@ -195,11 +248,20 @@ fn progress_dict<'py>(
     progress: &Progress,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    match (progress.counters(), progress.drive()) {
-        (Some(c), Some(drive)) => {
-            let counters = counters_dict(py, &c, drive.model(), drive.stimulus_range())?;
+    let counters = match (progress.drive(), progress.array()) {
+        (Some(drive), _) => Some(counters_dict(
+            py,
+            &drive.counters(),
+            drive.model(),
+            drive.stimulus_range(),
+        )?),
+        (_, Some(a)) => Some(array_dict(py, &a.counters(), a.model(), a.personality())?),
+        _ => None,
+    };
+    match (counters, progress.epoch_ns()) {
+        (Some(counters), Some(t0_ns)) => {
             d.update(counters.cast_into::<PyDict>()?.as_mapping())?;
-            d.set_item("t0_ns", drive.epoch_ns())?;
+            d.set_item("t0_ns", t0_ns)?;
             d.set_item("ready", true)?;
         }
         _ => d.set_item("ready", false)?,
@@ -207,8 +269,18 @@ fn progress_dict<'py>(
     Ok(d)
 }
 
+fn array_dict<'py>(
+    py: Python<'py>,
+    c: &ArrayCounters,
+    model: &DiskModel,
+    personality: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let json = array_json(c, model, personality).to_string();
+    py.import("json")?.call_method1("loads", (json,))
+}
+
 /// A column of the served requests: its name and how each request gives its value.
-type Column<T> = (&'static str, fn(&Served) -> T);
+type Column<R, T> = (&'static str, fn(&R) -> T);
 
 /// The mount's zero on CLOCK_MONOTONIC, every request as column buffers (times in ns from
 /// it; charges in s), the state changes, the stimuli set and the counters at the end.
@@ -223,9 +295,13 @@ fn result_dict<'py>(
     let d = PyDict::new(py);
     d.set_item("t0_ns", r.t0_ns)?;
     d.set_item("lazy_unmount", r.lazy_unmount)?;
+    if let (Some(log), Some(a)) = (&r.array, &work.options.array) {
+        array_result(py, &d, log, &work.options.model, &a.personality)?;
+        return Ok(d);
+    }
     let s = &r.served;
     let c = PyDict::new(py);
-    let ints: [Column<u64>; 9] = [
+    let ints: [Column<Served, u64>; 9] = [
         ("arrived_ns", |x| x.arrived_ns),
         ("started_ns", |x| x.started_ns),
         ("done_ns", |x| x.done_ns),
@@ -242,7 +318,7 @@ fn result_dict<'py>(
             column_bytes(py, &s.iter().map(f).collect::<Vec<_>>())?,
         )?;
     }
-    let floats: [Column<f64>; 5] = [
+    let floats: [Column<Served, f64>; 5] = [
         ("overhead_s", |x| x.charge.overhead_s),
         ("seek_s", |x| x.charge.seek_s),
         ("rotation_s", |x| x.charge.rotation_s),
@@ -278,4 +354,58 @@ fn result_dict<'py>(
         counters_dict(py, &r.counters, &work.options.model, range)?,
     )?;
     Ok(d)
+}
+
+/// An array's account into `d`: every request answered as column buffers (`arrived_ns`,
+/// `first_ns`, `done_ns` on the mount's clock; a lookup has 0 bytes), each disk's state
+/// changes, PARAID's gears, the engine's energy, cycles and power bins per disk, and the
+/// counters at the end.
+fn array_result(
+    py: Python<'_>,
+    d: &Bound<'_, PyDict>,
+    log: &ArrayLog,
+    model: &DiskModel,
+    personality: &str,
+) -> PyResult<()> {
+    let s = &log.served;
+    let c = PyDict::new(py);
+    let ints: [Column<ArrayServed, u64>; 8] = [
+        ("arrived_ns", |x| x.arrived_ns),
+        ("first_ns", |x| x.first_ns),
+        ("done_ns", |x| x.done_ns),
+        ("offset", |x| x.offset),
+        ("bytes", |x| x.bytes),
+        ("write", |x| u64::from(x.write)),
+        ("drained", |x| u64::from(x.drained)),
+        ("stream", |x| u64::from(x.stream)),
+    ];
+    for (name, f) in ints {
+        c.set_item(
+            name,
+            column_bytes(py, &s.iter().map(f).collect::<Vec<_>>())?,
+        )?;
+    }
+    d.set_item("columns", c)?;
+    let changes: Vec<(u64, usize, &str)> = log
+        .changes
+        .iter()
+        .map(|&(t, disk, state)| (t, disk, state.name()))
+        .collect();
+    d.set_item("disk_changes", changes)?;
+    let run = &log.run;
+    d.set_item("gears", run.gears.clone())?;
+    d.set_item("energy_j", run.energy_j.clone())?;
+    d.set_item("spin_cycles", run.spin_cycles.clone())?;
+    d.set_item("most_cycles_a_day", run.most_cycles_a_day.clone())?;
+    d.set_item("bin_energy_j", run.bin_energy_j.clone())?;
+    d.set_item("bin_standby_s", run.bin_standby_s.clone())?;
+    d.set_item("synced_bytes", run.synced_bytes)?;
+    d.set_item("fs_reads", run.fs_reads)?;
+    d.set_item("fs_writes", run.fs_writes)?;
+    d.set_item("end_ns", run.end_ns)?;
+    d.set_item(
+        "counters",
+        array_dict(py, &log.counters, model, personality)?,
+    )?;
+    Ok(())
 }

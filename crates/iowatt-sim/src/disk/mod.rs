@@ -14,8 +14,10 @@ use iowatt_metrics::Rng;
 
 pub use model::{Charge, DiskModel, Kind, ModelError, Power};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum State {
+    /// Spinning, nothing to serve: where a disk starts.
+    #[default]
     Idle,
     Busy,
     SpinningDown,

@@ -17,7 +17,7 @@ pub use personality::{
     Actions, DailyBudget, DailyCount, Extent, Lru, Paraid, ParaidParams, Personality, Raid0, Spec,
     Striping,
 };
-pub use sim::{Array, Completion, RaidRun, Request, Trace};
+pub use sim::{Array, Completion, DiskStatus, RaidRun, Request, Trace};
 
 use crate::Streams;
 

@@ -89,7 +89,8 @@ struct Member {
 }
 
 /// A request at the array: the caller's tag, array offset and bytes, whether it writes, and
-/// a web trace's file's metadata blocks (u64::MAX: none).
+/// a web trace's file's metadata blocks (u64::MAX: none). A request of 0 bytes is a lookup:
+/// its file's metadata blocks read (those not cached), no data, no access time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
     pub tag: u64,
@@ -164,6 +165,19 @@ pub struct Array {
     next_turn_ns: u64,
     /// Spin-downs per disk by day, for the most in any day.
     spins: DailyCount,
+    /// Every disk's state changes (ns, disk, state entered), kept when asked for.
+    changes: Option<Vec<(u64, usize, State)>>,
+}
+
+/// One disk of the array as it stands: its state, energy, time in each state
+/// ([`State::ALL`]'s order), spin cycles and the requests it has queued or is serving.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DiskStatus {
+    pub state: State,
+    pub energy_j: f64,
+    pub state_ns: [u64; 5],
+    pub cycles: u64,
+    pub queued: usize,
 }
 
 impl Array {
@@ -209,6 +223,57 @@ impl Array {
             stagger_ns: 0,
             next_turn_ns: 0,
             spins: DailyCount::new(n),
+            changes: None,
+        }
+    }
+
+    /// Keeps every disk's state changes, for [`Array::take_changes`].
+    pub fn with_changes(mut self) -> Self {
+        self.changes = Some(Vec::new());
+        self
+    }
+
+    /// The state changes (ns, disk, state entered) since this was last called.
+    pub fn take_changes(&mut self) -> Vec<(u64, usize, State)> {
+        self.changes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The file system's reads and writes so far, in blocks.
+    pub fn fs_blocks(&self) -> (u64, u64) {
+        (self.out.fs_reads, self.out.fs_writes)
+    }
+
+    /// How many disks.
+    pub fn disks(&self) -> usize {
+        self.disks.len()
+    }
+
+    /// The personality's gear (PARAID's disks powered), or None.
+    pub fn gear(&self) -> Option<usize> {
+        self.personality.gear()
+    }
+
+    /// Disk `d` at `now` (at or after the last event served).
+    pub fn status(&self, d: usize, now: u64) -> DiskStatus {
+        let member = &self.disks[d];
+        let disk = &member.disk;
+        let mut state_ns = [0; 5];
+        for (i, s) in State::ALL.iter().enumerate() {
+            state_ns[i] = disk.time_ns(*s);
+            if *s == disk.state() {
+                state_ns[i] += now.saturating_sub(disk.since_ns());
+            }
+        }
+        let serving = usize::from(disk.state() == State::Busy);
+        DiskStatus {
+            state: disk.state(),
+            energy_j: disk.energy_j(&self.model, now),
+            state_ns,
+            cycles: disk.cycles(),
+            queued: disk.queued() + serving + member.background.len(),
         }
     }
 
@@ -240,6 +305,9 @@ impl Array {
     /// went to (the monitor counts busy time).
     fn charge(&mut self, d: usize, span: Span, next: State) {
         let (state, since, now) = (span.state, span.from_ns, span.to_ns);
+        if let Some(changes) = self.changes.as_mut().filter(|_| state != next) {
+            changes.push((now, d, next));
+        }
         let w = state.watts(&self.model);
         let down = matches!(state, State::Standby | State::SpinningDown);
         let mut t = since;
@@ -461,13 +529,14 @@ impl Array {
             inode_at,
             ..
         } = request;
-        if let Some(fs) = self.fs.as_mut().filter(|_| !write) {
+        let lookup = bytes == 0;
+        if let Some(fs) = self.fs.as_mut().filter(|_| !write && !lookup) {
             // Even a read the page cache serves sets the file's access time.
             fs.read(now, offset, inode_at);
         }
         let slot = self.admit(request, now);
         // A write goes to the disks whatever the cache holds (and leaves it cached).
-        if self.cache.access(offset, bytes) && !write {
+        if !lookup && self.cache.access(offset, bytes) && !write {
             self.out.cache_hits += 1;
             return self.complete(slot, now);
         }
@@ -476,6 +545,9 @@ impl Array {
             fs.lookup(dir_at, inode_at, &mut blocks);
         }
         let n = if blocks.is_empty() {
+            if lookup {
+                return self.complete(slot, now);
+            }
             self.route(Job::Data(slot), offset, bytes, write, now)
         } else {
             self.out.fs_reads += blocks.len() as u64;
@@ -508,6 +580,10 @@ impl Array {
                 f.remaining -= 1;
                 if f.remaining == 0 {
                     let r = f.request;
+                    if r.bytes == 0 {
+                        self.complete(slot, now);
+                        return self.start_next(d, now);
+                    }
                     let n = self.route(Job::Data(slot), r.offset, r.bytes, r.write, now);
                     self.in_flight(slot).remaining = n;
                 }
