@@ -704,7 +704,9 @@ class Emulation(_EngineJob):
     stimuli set. With ``curve`` ((stimulus, r) points, ascending) each request is charged S / r
     at the stimulus in force when it starts, ``at`` at the mount (default: the first point).
     ``scheduler`` is ``fifo``, ``elevator`` or ``cfq`` (with ``slice_s`` and ``idle_window_s``);
-    ``tails`` (iowatt.emulate.tails) scale each slowed request's added time by a seeded draw."""
+    ``tails`` (iowatt.emulate.tails) scale each slowed request's added time by a seeded draw.
+    With ``array`` (iowatt.emulate.array's plan) the mount is served by an array of such disks
+    under a RAID personality: the counters and result are the array's."""
 
     _run: _core.Emulation
 
@@ -725,8 +727,10 @@ class Emulation(_EngineJob):
         at: float | None = None,
         stall_cap_s: float = 30.0,
         tails: Sequence[tuple[float, Sequence[float]]] | None = None,
+        array: Mapping[str, Any] | None = None,
     ) -> None:
         sent = Encoded(model)
+        array_sent = None if array is None else Encoded(array)
         points = None if curve is None else [(float(x), float(r)) for x, r in curve]
         self._run = _engine_call(
             lambda: _core.Emulation(
@@ -744,6 +748,7 @@ class Emulation(_EngineJob):
                 at=at,
                 stall_cap_s=stall_cap_s,
                 tails=None if tails is None else [(float(s), list(q)) for s, q in tails],
+                array_json=None if array_sent is None else array_sent.text,
             )
         )
 

@@ -397,8 +397,16 @@ fn array_result(
     d.set_item("energy_j", run.energy_j.clone())?;
     d.set_item("spin_cycles", run.spin_cycles.clone())?;
     d.set_item("most_cycles_a_day", run.most_cycles_a_day.clone())?;
-    d.set_item("bin_energy_j", run.bin_energy_j.clone())?;
-    d.set_item("bin_standby_s", run.bin_standby_s.clone())?;
+    for (name, bins) in [
+        ("bin_energy_j", &run.bin_energy_j),
+        ("bin_standby_s", &run.bin_standby_s),
+    ] {
+        let buffers = bins
+            .iter()
+            .map(|v| column_bytes(py, v))
+            .collect::<PyResult<Vec<_>>>()?;
+        d.set_item(name, buffers)?;
+    }
     d.set_item("synced_bytes", run.synced_bytes)?;
     d.set_item("fs_reads", run.fs_reads)?;
     d.set_item("fs_writes", run.fs_writes)?;

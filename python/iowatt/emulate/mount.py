@@ -20,6 +20,7 @@ from typing import Any
 
 from iowatt import _engine
 from iowatt.emulate import mounts
+from iowatt.emulate.array import ArraySetup
 from iowatt.emulate.bmc import BmcFollow, DutyReader, Follower
 from iowatt.emulate.guard import JOURNAL, Guardian
 from iowatt.emulate.tails import Tails
@@ -61,6 +62,8 @@ class MountConfig:
     stall_cap_s: float = 30.0
     # --at-from bmc: the BMC whose fan duty the stimulus follows.
     bmc: BmcFollow | None = None
+    # --array: an array of disks under a RAID personality instead of one disk.
+    array: ArraySetup | None = None
 
     @property
     def start_at(self) -> float | None:
@@ -108,6 +111,7 @@ def check(config: MountConfig) -> dict[str, Any]:
         )
     if config.spin_down_s is not None and not config.spin_down_s > 0:
         raise ConfigError(f"--spin-down `{config.spin_down_s:g}s` must be above 0", "e.g. 10s")
+    _check_array(config)
     _check_vibration(config)
     if not os.path.exists("/dev/fuse"):
         raise TargetError("/dev/fuse is missing: this kernel has no FUSE", "load it: modprobe fuse")
@@ -117,6 +121,26 @@ def check(config: MountConfig) -> dict[str, Any]:
             "install it: apt-get install fuse3",
         )
     return disk_model(config.model_name, config.disk_models)
+
+
+def _check_array(config: MountConfig) -> None:
+    # An array's disks spin down and pick requests as its personality says.
+    if config.array is None:
+        return
+    given = [
+        option
+        for option, set_ in (
+            ("--spin-down", config.spin_down_s is not None),
+            ("--scheduler", config.scheduler != "fifo"),
+            ("--curve", config.curve is not None),
+        )
+        if set_
+    ]
+    if given:
+        raise ConfigError(
+            f"{given[0]} sets one disk; --array {config.array.personality} serves several",
+            "an array's spin-down and timeouts are raid.toml's (--params); drop the option",
+        )
 
 
 def _check_vibration(config: MountConfig) -> None:
@@ -179,12 +203,12 @@ def _hangup_as_interrupt() -> Iterator[None]:
 def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) -> Path:
     """Mounts, serves until stopped, and commits the ``emulate`` run; returns its directory."""
     model = check(config)
-    config.results.mkdir(parents=True, exist_ok=True)
-    writer = RunWriter(config.results, new_run_id(KIND))
-    started_ns = time.time_ns()
-    anchor = (started_ns, time.monotonic_ns())
-    settings = _settings(config)
-    guardian = Guardian(writer.tmp, writer.run_id, config.mount, config.report)
+    array = None
+    if config.array is not None:
+        from iowatt.emulate.array import plan
+
+        array = plan(config.array, config.backing, config.model_name, model)
+    # Made (and its configuration checked) before anything is written.
     disk = _engine.Emulation(
         str(config.backing),
         str(config.mount),
@@ -200,7 +224,14 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
         at=config.start_at,
         stall_cap_s=config.stall_cap_s,
         tails=None if config.tails is None else config.tails.tables,
+        array=array,
     )
+    config.results.mkdir(parents=True, exist_ok=True)
+    writer = RunWriter(config.results, new_run_id(KIND))
+    started_ns = time.time_ns()
+    anchor = (started_ns, time.monotonic_ns())
+    settings = _settings(config, array)
+    guardian = Guardian(writer.tmp, writer.run_id, config.mount, config.report)
     failure: IowattError | None = None
     board().begin(writer.run_id, KIND, config.labels)
     board().watch(lambda: _counts(disk), device="disk")
@@ -228,8 +259,11 @@ def serve(config: MountConfig, say: Callable[[str], None], sink: WarningSink) ->
                 disk.lock(True)
                 follower = Follower(config.bmc, disk.follow, say, config.curve.unit)
                 follower.start()
+            what = f"{config.model_name} ({model['label']})"
+            if config.array is not None:
+                what = f"{config.array.personality} over {config.array.disks} × {what}"
             say(
-                f"{config.model_name} ({model['label']}) mounted at {config.mount}, files in"
+                f"{what} mounted at {config.mount}, files in"
                 f" {config.backing}{_vibration_text(config)}; Ctrl-C unmounts"
             )
         if follower is not None:
@@ -293,8 +327,11 @@ def _counts(disk: _engine.Emulation) -> Counts:
     return Counts(ops=p["read_ops"] + p["write_ops"], bytes=p["read_bytes"] + p["write_bytes"])
 
 
-def _settings(config: MountConfig) -> dict[str, Any]:
+def _settings(config: MountConfig, array: dict[str, Any] | None) -> dict[str, Any]:
     return {
+        "array": None
+        if config.array is None or array is None
+        else {"personality": config.array.personality, **array},
         "backing": str(config.backing.resolve()),
         "mount": str(config.mount.resolve()),
         "disk_model": config.model_name,
@@ -383,6 +420,8 @@ def _write(
         raise
     if result["lazy_unmount"]:
         say(f"files under {config.mount} are still open: it is detached, gone once they close")
+    if config.array is not None:
+        return _write_array(writer, result, model, config, settings, anchor, failure, sink)
     cols = record.columns(result)
     t0 = result["t0_ns"]
     end_ns = round(result["counters"]["t_s"] * 1e9)
@@ -412,6 +451,47 @@ def _write(
             "model": dict(model),
             "vibration": vibration,
         },
+        clock_anchor=anchor,
+    )
+    run_dir = publish(writer, sink)
+    if config.report:
+        from iowatt.report import write_report
+
+        write_report([run_dir], run_dir / "report.html")
+    return run_dir
+
+
+def _write_array(
+    writer: RunWriter,
+    result: dict[str, Any],
+    model: Mapping[str, Any],
+    config: MountConfig,
+    settings: Mapping[str, Any],
+    anchor: tuple[int, int],
+    failure: IowattError | None,
+    sink: WarningSink,
+) -> Path:
+    from iowatt.emulate import array_record
+    from iowatt.store.catalog import publish
+
+    assert config.array is not None
+    params = settings["array"]
+    summary = array_record.write(
+        writer,
+        result,
+        config.array.personality,
+        config.seed,
+        params["array"]["bin_s"],
+        float(model["start_stop_cycles"]) / (5 * 365),
+    )
+    writer.finish(
+        KIND,
+        None if failure is None else failure.message,
+        started_ns=anchor[0],
+        seed=config.seed,
+        labels=config.labels,
+        config=dict(settings),
+        summary={"array": summary, "model": dict(model)},
         clock_anchor=anchor,
     )
     run_dir = publish(writer, sink)

@@ -49,49 +49,17 @@ class RaidPlan:
     metadata: dict[str, bytes] | None = None
 
     def array(self) -> dict[str, Any]:
-        a, fs = self.params["array"], self.params["fs"]
-        return {
-            "model": self.model,
-            "model_name": self.model_name,
-            "disks": self.disks,
-            "stripe_bytes": round(a["stripe_kb"] * 1024),
-            "bin_s": a["bin_s"],
-            "cache_bytes": self.cache_bytes,
-            # Controllers stagger larger arrays; two disks draw little enough at once.
-            "spinup_stagger_s": a["spinup_stagger_s"] if self.disks > 2 else 0.0,
-            "fs": self.fs_model() if fs["enabled"] else None,
-        }
-
-    def fs_model(self) -> dict[str, Any]:
-        fs = self.params["fs"]
-        # The journal sits in the middle block group, as mke2fs puts it.
-        middle = self.requests.array_bytes() // 2
-        group = round(fs["group_mb"] * 2**20)
-        return {
-            "atime": fs["atime"],
-            "writeback_s": fs["writeback_s"],
-            "expire_s": fs["expire_s"],
-            "journal": fs["journal"],
-            "commit_s": fs["commit_s"],
-            "journal_offset": middle // group * group,
-            "journal_bytes": round(fs["journal_mb"] * 2**20),
-            "metadata_cache_bytes": round(fs["metadata_cache_mb"] * 2**20),
-        }
+        return array_settings(
+            self.model_name,
+            self.model,
+            self.disks,
+            self.params,
+            self.cache_bytes,
+            self.requests.array_bytes(),
+        )
 
     def spec(self, name: str) -> dict[str, Any]:
-        if name == "raid0":
-            return {"personality": "raid0"}
-        if name == "lru":
-            t, c = self.params["lru"]["timeout_s"], self.params["lru"]["cycles_per_day"]
-            return {
-                "personality": "lru",
-                "timeout_s": t if t > 0 else None,
-                "cycles_per_day": c if c > 0 else None,
-            }
-        p = dict(self.params["paraid"])
-        p["cycles_per_day"] = p["cycles_per_day"] if p["cycles_per_day"] > 0 else None
-        p["gears"] = [int(g) for g in p["gears"]]
-        return {"personality": "paraid", **p}
+        return personality_spec(self.params, name)
 
     def rated_cycles_per_day(self) -> float:
         """The spin-downs a day the disk's rating allows over five years of service."""
@@ -122,6 +90,85 @@ class RaidPlan:
         if self.metadata is None:
             self.metadata = self.requests.metadata(self.params["fs"])
         return self.metadata
+
+
+def array_settings(
+    model_name: str,
+    model: dict[str, Any],
+    disks: int,
+    params: dict[str, Any],
+    cache_bytes: int,
+    array_bytes: int,
+) -> dict[str, Any]:
+    """The engine's array (``ArrayConfig``): ``disks`` of ``model`` with raid.toml's
+    ``params``, a page cache of ``cache_bytes`` and the file system model of data using
+    ``array_bytes`` — what the simulator and the emulated array (``iowatt emulate mount
+    --array``) both build."""
+    a, fs = params["array"], params["fs"]
+    return {
+        "model": model,
+        "model_name": model_name,
+        "disks": disks,
+        "stripe_bytes": round(a["stripe_kb"] * 1024),
+        "bin_s": a["bin_s"],
+        "cache_bytes": cache_bytes,
+        # Controllers stagger larger arrays; two disks draw little enough at once.
+        "spinup_stagger_s": a["spinup_stagger_s"] if disks > 2 else 0.0,
+        "fs": _fs_model(fs, array_bytes) if fs["enabled"] else None,
+    }
+
+
+def _fs_model(fs: dict[str, Any], array_bytes: int) -> dict[str, Any]:
+    # The journal sits in the middle block group, as mke2fs puts it.
+    group = round(fs["group_mb"] * 2**20)
+    return {
+        "atime": fs["atime"],
+        "writeback_s": fs["writeback_s"],
+        "expire_s": fs["expire_s"],
+        "journal": fs["journal"],
+        "commit_s": fs["commit_s"],
+        "journal_offset": array_bytes // 2 // group * group,
+        "journal_bytes": round(fs["journal_mb"] * 2**20),
+        "metadata_cache_bytes": round(fs["metadata_cache_mb"] * 2**20),
+    }
+
+
+def personality_spec(params: dict[str, Any], name: str) -> dict[str, Any]:
+    """The engine's ``Spec`` of personality ``name`` under raid.toml's ``params``."""
+    if name == "raid0":
+        return {"personality": "raid0"}
+    if name == "lru":
+        t, c = params["lru"]["timeout_s"], params["lru"]["cycles_per_day"]
+        return {
+            "personality": "lru",
+            "timeout_s": t if t > 0 else None,
+            "cycles_per_day": c if c > 0 else None,
+        }
+    p = dict(params["paraid"])
+    p["cycles_per_day"] = p["cycles_per_day"] if p["cycles_per_day"] > 0 else None
+    p["gears"] = [int(g) for g in p["gears"]]
+    return {"personality": "paraid", **p}
+
+
+def check_params(params: dict[str, Any]) -> None:
+    """What the engine would only refuse mid-run, refused before anything is simulated."""
+    checks = [
+        ("array.spinup_stagger_s", params["array"]["spinup_stagger_s"]),
+        ("lru.timeout_s", params["lru"]["timeout_s"]),
+        ("lru.cycles_per_day", params["lru"]["cycles_per_day"]),
+        ("paraid.cycles_per_day", params["paraid"]["cycles_per_day"]),
+    ]
+    for key, value in checks:
+        if value < 0:
+            raise ConfigError(
+                f"--params {key} = {value} must be 0 or more",
+                '0 means the default (docs/sim-raid.md, "Parameters")',
+            )
+    atime = params["fs"]["atime"]
+    if atime not in ("strict", "relatime", "noatime"):
+        raise ConfigError(
+            f"--params fs.atime = `{atime}` is unknown", "one of strict, relatime, noatime"
+        )
 
 
 def plan(
@@ -170,7 +217,7 @@ def plan(
     check_max_bad(max_bad)
     model = disk_model(disk_model_name, disk_models)
     loaded = load_overridden(PARAMS, params, "--params")
-    _check_params(loaded)
+    check_params(loaded)
     requests = load_requests(trace, fmt, speedup, tree, filters, max_bad=max_bad)
     if len(requests) == 0:
         raise ConfigError(f"trace `{trace}` has no request the array would serve", "")
@@ -192,27 +239,6 @@ def plan(
     )
     _dry_run(config)
     return config
-
-
-def _check_params(params: dict[str, Any]) -> None:
-    """What the engine would only refuse mid-run, refused before anything is simulated."""
-    checks = [
-        ("array.spinup_stagger_s", params["array"]["spinup_stagger_s"]),
-        ("lru.timeout_s", params["lru"]["timeout_s"]),
-        ("lru.cycles_per_day", params["lru"]["cycles_per_day"]),
-        ("paraid.cycles_per_day", params["paraid"]["cycles_per_day"]),
-    ]
-    for key, value in checks:
-        if value < 0:
-            raise ConfigError(
-                f"--params {key} = {value} must be 0 or more",
-                '0 means the default (docs/sim-raid.md, "Parameters")',
-            )
-    atime = params["fs"]["atime"]
-    if atime not in ("strict", "relatime", "noatime"):
-        raise ConfigError(
-            f"--params fs.atime = `{atime}` is unknown", "one of strict, relatime, noatime"
-        )
 
 
 def _dry_run(config: RaidPlan) -> None:

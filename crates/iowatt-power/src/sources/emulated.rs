@@ -1,6 +1,7 @@
 //! An emulated disk (`iowatt-emulate`): `MOUNT/.iowatt/energy_uj` is the disk's energy in µJ
 //! since it was mounted, made afresh on each read like RAPL's `energy_uj`, and read the same
-//! way (one channel `disk`, scope `disk`), but opened for each read, so that recording never
+//! way (one channel `disk`, scope `disk`; an emulated array's total, with each of its disks
+//! within it as `disk/<N>` from `.iowatt/disk<N>/energy_uj`), but opened for each read, so that recording never
 //! keeps the disk from unmounting. It never wraps; a remount starts it again from 0, which is
 //! counted as a reset, as RAPL's is.
 
@@ -21,25 +22,47 @@ pub fn open(config: &SourceConfig, _anchor: ClockAnchor) -> Result<Box<dyn Sourc
         unreachable!("emulated::open called with another kind of source");
     };
     let counter = counter_path(path)?;
-    let (_, first) = SysfsValue::open(counter.clone()).map_err(|e| {
-        PowerError::unavailable(
-            format!(
-                "`{}` is not an emulated disk's mount: {}",
-                path.display(),
-                sysfs::describe(&counter, &e)
-            ),
-            HINT,
-        )
-    })?;
-    let channel = ChannelInfo {
+    let first = |counter: &PathBuf| {
+        SysfsValue::open(counter.clone())
+            .map(|(_, v)| v)
+            .map_err(|e| {
+                PowerError::unavailable(
+                    format!(
+                        "`{}` is not an emulated disk's mount: {}",
+                        path.display(),
+                        sysfs::describe(counter, &e)
+                    ),
+                    HINT,
+                )
+            })
+    };
+    let total = first(&counter)?;
+    let channel = |name: String, parent: Option<String>, label: String| ChannelInfo {
         source: config.name.clone(),
-        channel: "disk".into(),
+        channel: name,
         unit: Unit::Joules,
         scope: "disk".into(),
-        parent: None,
-        label: Some(path.display().to_string()),
+        parent,
+        label: Some(label),
     };
-    Ok(rapl::one_counter(channel, counter, first))
+    let mut found = vec![(
+        channel("disk".into(), None, path.display().to_string()),
+        counter,
+        total,
+    )];
+    // An array: the disks too, each within the array's channel as RAPL's subzones are.
+    let control = path.join(".iowatt");
+    let disks = fs::read_to_string(control.join("disks"))
+        .ok()
+        .and_then(|t| t.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    for d in 0..disks {
+        let counter = control.join(format!("disk{d}/energy_uj"));
+        let label = format!("{} disk {d}", path.display());
+        let info = channel(format!("disk/{d}"), Some("disk".into()), label);
+        found.push((info, counter.clone(), first(&counter)?));
+    }
+    Ok(rapl::counters(found))
 }
 
 /// `MOUNT/.iowatt/energy_uj`, once MOUNT is known to be a directory.
@@ -95,6 +118,25 @@ mod tests {
         let mut out = Vec::new();
         source.poll(&mut out).unwrap();
         assert_eq!(out[0].value, 1.5);
+        // An array's mount: the array's channel, and within it one per disk.
+        fs::write(dir.join(".iowatt/disks"), "2\n").unwrap();
+        for (d, uj) in [(0, "1000000\n"), (1, "3000000\n")] {
+            fs::create_dir_all(dir.join(format!(".iowatt/disk{d}"))).unwrap();
+            fs::write(dir.join(format!(".iowatt/disk{d}/energy_uj")), uj).unwrap();
+        }
+        let mut source = open(&config(&dir), (0, 0)).unwrap();
+        let names: Vec<_> = source
+            .channels()
+            .iter()
+            .map(|c| c.channel.clone())
+            .collect();
+        assert_eq!(names, ["disk", "disk/0", "disk/1"]);
+        assert_eq!(source.channels()[2].parent.as_deref(), Some("disk"));
+        fs::write(dir.join(".iowatt/disk1/energy_uj"), "3500000\n").unwrap();
+        let mut out = Vec::new();
+        source.poll(&mut out).unwrap();
+        let grown: Vec<_> = out.iter().map(|r| r.value).collect();
+        assert_eq!(grown, [0.0, 0.0, 0.5]);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -73,13 +73,18 @@ impl Zone {
     }
 }
 
-/// A source of one µJ counter at `path` that never wraps (the emulated disk's
-/// `.iowatt/energy_uj`), read as a RAPL zone is but opened for each read; `first` is its value
-/// at open. A counter that goes backwards (a disk mounted again) is counted as a reset.
-pub(super) fn one_counter(channel: ChannelInfo, path: PathBuf, first: i64) -> Box<dyn Source> {
+/// A source of µJ counters (the emulated disk's `.iowatt/energy_uj`, or each of an emulated
+/// array's disks') that never wrap, read as RAPL zones are but opened for each read; each
+/// with its value at open. A counter that goes backwards (a disk mounted again) is counted as
+/// a reset.
+pub(super) fn counters(found: Vec<(ChannelInfo, PathBuf, i64)>) -> Box<dyn Source> {
+    let (channels, zones) = found
+        .into_iter()
+        .map(|(channel, path, first)| (channel, Zone::new(None, path, first, 0)))
+        .unzip();
     Box::new(Rapl {
-        channels: vec![channel],
-        zones: vec![Zone::new(None, path, first, 0)],
+        channels,
+        zones,
         warnings: Vec::new(),
     })
 }

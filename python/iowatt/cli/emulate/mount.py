@@ -28,6 +28,25 @@ if TYPE_CHECKING:
 )
 @click.option("--disk-models", type=click.Path(path_type=Path), help="TOML adding disk models.")
 @click.option(
+    "--array",
+    metavar="raid0|lru|paraid",
+    help="Serve from an array of --disks disks under this RAID personality: `iowatt sim raid`'s"
+    " own engine and raid.toml.",
+)
+@click.option(
+    "--disks",
+    type=int,
+    default=4,
+    show_default=True,
+    help="With --array: how many disks (PARAID's top gear).",
+)
+@click.option(
+    "--params",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="With --array: a TOML file overriding raid.toml's values, as `iowatt sim raid` takes it.",
+)
+@click.option(
     "--spin-down",
     metavar="AFTER",
     help="Spin the idle disk down after this long, e.g. 10s  [default: never]",
@@ -154,6 +173,9 @@ def mount(
     mount: Path,
     disk_model: str,
     disk_models: Path | None,
+    array: str | None,
+    disks: int,
+    params: Path | None,
     spin_down: str | None,
     seed: int,
     page_cache: bool,
@@ -189,14 +211,20 @@ def mount(
     starts: --at VALUE, a --schedule, `iowatt emulate set MOUNT VALUE` while mounted, or
     --at-from bmc: the fan duty a BMC runs at, read every --poll (read only: no fan is set).
 
+    With --array the files are striped over --disks such disks under RAID-0, LRU spin-down or
+    PARAID, served by `iowatt sim raid`'s own engine with raid.toml (--params): its file system
+    model charges lookups and access times, and MOUNT/.iowatt/disk<N>/ counts each disk.
+
     \b
       iowatt emulate mount /srv/data /mnt/hdd --disk-model ultrastar-36z15 --spin-down 10s
       iowatt bench randomread --directio --target /mnt/hdd --power emulated:path=/mnt/hdd
+      iowatt emulate mount /srv/data /mnt/array --array paraid --disks 4
       iowatt emulate mount /srv/data /mnt/hdd --curve latest --at 80
       iowatt emulate mount /srv/data /mnt/hdd --curve hit-sata --schedule fans.csv --speedup 24
       iowatt emulate mount /srv/data /mnt/hdd --curve hit-sata --at-from bmc \\
           --bmc host=10.0.0.5,user=admin,password-env=BMC_PW --vendor supermicro
     """
+    from iowatt.emulate.array import ArraySetup
     from iowatt.emulate.mount import MountConfig, serve
     from iowatt.errors import ConfigError
     from iowatt.store.runs import results_dir
@@ -234,12 +262,23 @@ def mount(
         speedup=speedup,
         stall_cap_s=parse_duration(stall_cap, "--stall-cap"),
         bmc=follow,
+        array=None if array is None else ArraySetup(array.lower(), disks, params),
         **vibration,
     )
     run_dir = serve(config, lambda line: click.echo(line, err=True), WarningSink())
     summary = json.loads((run_dir / "summary.json").read_text())
     if as_json:
         click.echo(json.dumps(summary, indent=2))
+        return
+    if "array" in summary:
+        a = summary["array"]
+        click.echo(
+            f"{a['personality']} over {a['disks']} disks: {a['requests']:,} requests and"
+            f" {a['lookups']:,} lookups in {format_duration(a['seconds'])},"
+            f" {format_joules(a['energy_j'])}, {sum(a['spin_cycles']):g} spin cycles,"
+            f" {a['gear_shifts']} gear shifts"
+        )
+        click.echo(f"run: {run_dir}")
         return
     d = summary["disk"]
     click.echo(
