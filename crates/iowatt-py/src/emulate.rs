@@ -135,7 +135,7 @@ impl Emulation {
                     array: array_json
                         .map(|j| array_options(j, seed))
                         .transpose()
-                        .map_err(config)?,
+                        .map_err(|m| raise(py, "ConfigError", m, Some(ARRAY_HINT)))?,
                 },
             }),
         })
@@ -179,6 +179,9 @@ struct Layout {
     inodes_per_group: u64,
     inode_bytes: u64,
 }
+
+const ARRAY_HINT: &str = "the array is built as `iowatt sim raid` builds it, from the same \
+                          raid.toml and --params (docs/sim-raid.md, \"Parameters\")";
 
 /// The array the emulator serves from, refused (one line) where `iowatt sim raid` would
 /// refuse it: built once here, as the mount will build it.

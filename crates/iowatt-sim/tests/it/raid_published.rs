@@ -345,3 +345,47 @@ fn an_array_fed_request_by_request_answers_as_the_simulator_does() {
         assert_eq!(latency, want.completion_ns, "{}", spec.name());
     }
 }
+
+#[test]
+fn a_lookup_reads_the_metadata_not_cached_and_no_data_or_access_time() {
+    // The emulated array's FUSE lookup: a request of 0 bytes naming a file's metadata blocks.
+    use iowatt_sim::raid::{build, Request};
+    let mut a = array(1);
+    a.fs = Some(FsConfig {
+        writeback_s: 1.0,
+        expire_s: 1.0,
+        ..fs(Atime::Strict)
+    });
+    let seed = 4;
+    let mut array = build(&a, &Spec::Raid0, 1 << 20, seed, true).unwrap();
+    array.start();
+    let lookup = |tag| Request {
+        tag,
+        offset: 0,
+        bytes: 0,
+        write: false,
+        dir_at: 1 << 30,
+        inode_at: (1 << 30) + 8192,
+    };
+    array.arrive(S, lookup(0));
+    assert!(
+        array.take_completions().is_empty(),
+        "waits for its metadata"
+    );
+    array.advance_to(2 * S);
+    let done = array.take_completions();
+    assert_eq!(done.len(), 1);
+    let first = done[0];
+    let m = model();
+    let mut r = Streams::new(seed).stream(0);
+    let dir = m.service_s(0, 1 << 30, 4096, r.unit());
+    let inode = m.service_s((1 << 30) + 4096, (1 << 30) + 8192, 4096, r.unit());
+    close((first.done_ns - first.arrived_ns) as f64 / 1e9, dir + inode);
+    // Looked up again: both blocks cached, answered at once.
+    array.arrive(3 * S, lookup(1));
+    let again = array.take_completions();
+    assert_eq!((again.len(), again[0].done_ns), (1, 3 * S));
+    // No access time was set: the flusher, long past the expiry, writes nothing.
+    array.advance_to(10 * S);
+    assert_eq!(array.fs_blocks(), (2, 0));
+}
