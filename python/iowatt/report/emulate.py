@@ -6,7 +6,7 @@ mount process was killed has only the journaled counters: the page says so and s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,19 @@ class StateRow:
 
 
 @dataclass(frozen=True)
+class DiskRow:
+    """One disk's energy (or the array's, summed), by power state."""
+
+    disk: str
+    energy: str
+    share: str
+    states: list[str]  # J in each of the view's ``disk_states``
+    standby: str
+    cycles: str
+    most_a_day: str
+
+
+@dataclass(frozen=True)
 class EmulateView:
     run_id: str
     status: str
@@ -54,6 +67,10 @@ class EmulateView:
     figures: list[tuple[str, str, str]]  # (name, caption, svg)
     notes: list[str]
     facts: list[tuple[str, str]]
+    title: str = "Emulated disk"
+    # An array's: the states of its table's columns, and a row per disk and for the array.
+    disk_states: list[str] = field(default_factory=list)
+    disks: list[DiskRow] = field(default_factory=list)
 
 
 def _ns(v: float | None) -> str:

@@ -8,7 +8,7 @@ common log grid in batches (numpy ``bincount``), never turned into Python lists.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,7 +96,9 @@ def _row(r: Mapping[str, Any], color: str) -> RaidRow:
     )
 
 
-def power_figure(run_dir: Path, order: Sequence[str], seed: int) -> str | None:
+def power_figure(
+    run_dir: Path, order: Sequence[str], seed: int, name: str = "raid-power"
+) -> str | None:
     """The array's mean W per bin, one panel per personality on its own scale (the day's swing
     is a fraction of a watt beside the tens a spun-down disk saves), and the disks spinning,
     one line per personality (``seed``)."""
@@ -109,14 +111,11 @@ def power_figure(run_dir: Path, order: Sequence[str], seed: int) -> str | None:
     parts = [(i, p, part) for i, p, part in parts if part.num_rows]
     if not parts:
         return None
-    span = pc.max(table["t_s"]).as_py() or 0.0
-    unit, unit_name = (3600, "h") if span > 7200 else (60, "min")
+    unit, unit_name = time_unit(pc.max(table["t_s"]).as_py() or 0.0)
     fig = Figure(figsize=(9.0, 2.0 + 1.4 * len(parts)), layout="constrained")
     axes = fig.subplots(len(parts) + 1, 1, sharex=True, height_ratios=[1.0] * len(parts) + [0.9])
     for ax, (i, p, part) in zip(axes, parts, strict=False):
-        # Steps start at each bin; one more point closes the last at its own width.
-        starts = part["t_s"].to_numpy()
-        t = np.append(starts, starts[-1] + _last_width(part, starts)) / unit
+        t = bin_edges(part) / unit
         kw: dict[str, Any] = {"color": f"C{i % 10}", "lw": 1.0, "drawstyle": "steps-post"}
         watts, spinning = part["mean_w"].to_numpy(), part["spinning"].to_numpy()
         ax.plot(t, np.append(watts, watts[-1]), **kw)
@@ -133,7 +132,19 @@ def power_figure(run_dir: Path, order: Sequence[str], seed: int) -> str | None:
     for ax in axes:
         ax.grid(alpha=0.3)
     _legend(fig, [_name(p) for _, p, _ in parts])
-    return _to_svg(fig, "raid-power")
+    return _to_svg(fig, name)
+
+
+def time_unit(span_s: float) -> tuple[float, str]:
+    """The unit a time axis spanning ``span_s`` seconds is labelled in, and its name."""
+    return (3600, "h") if span_s > 7200 else (60, "min") if span_s > 600 else (1, "s")
+
+
+def bin_edges(part: pa.Table) -> npt.NDArray[np.float64]:
+    """The edges (s) of bins of ``raid_power.parquet`` in time order: where each starts, and
+    where the last ends, at its own width (steps drawn ``steps-post`` repeat the last value)."""
+    starts = part["t_s"].to_numpy()
+    return np.append(starts, starts[-1] + _last_width(part, starts))
 
 
 def _watt_range(watts: npt.NDArray[np.float64]) -> tuple[float, float]:
@@ -152,11 +163,23 @@ def _last_width(part: pa.Table, starts: npt.NDArray[np.float64]) -> float:
     return float(starts[1] - starts[0]) if starts.size > 1 else 0.0
 
 
-def _ranges(pf: pq.ParquetFile) -> dict[str, tuple[float, float]]:
+def _batches(pf: pq.ParquetFile, columns: list[str], data_only: bool) -> Iterator[pa.RecordBatch]:
+    """The file's ``columns`` in batches; with ``data_only``, only the rows of data requests
+    served (an emulated array's lookups have 0 bytes, its requests answered unserved at unmount
+    are not ok)."""
+    if not data_only:
+        yield from pf.iter_batches(batch_size=_BATCH, columns=columns)
+        return
+    for batch in pf.iter_batches(batch_size=_BATCH, columns=[*columns, "bytes", "ok"]):
+        keep = pc.and_(pc.greater(batch.column("bytes"), 0), batch.column("ok"))
+        yield batch.filter(keep).select(columns)
+
+
+def _ranges(pf: pq.ParquetFile, data_only: bool) -> dict[str, tuple[float, float]]:
     """Each metric's smallest value above 0 and largest value in ns, a decade apart at least
     (cache hits, at 0, count in the first bin)."""
     lo, hi = dict.fromkeys(METRICS, np.inf), dict.fromkeys(METRICS, 0.0)
-    for batch in pf.iter_batches(batch_size=_BATCH, columns=list(METRICS)):
+    for batch in _batches(pf, list(METRICS), data_only):
         for m in METRICS:
             col = batch.column(m)
             mm = pc.min_max(col.filter(pc.greater(col, 0))).as_py()
@@ -179,10 +202,11 @@ def _positions(column: Any, order: Sequence[str]) -> npt.NDArray[np.int64]:
 
 
 def request_counts(
-    run_dir: Path, order: Sequence[str], seeds: Sequence[int]
+    run_dir: Path, order: Sequence[str], seeds: Sequence[int], data_only: bool = False
 ) -> dict[str, tuple[npt.NDArray[np.float64], Counts]] | None:
     """Per metric: the grid's bin edges (ns) and the requests in each bin, by personality
-    and seed; the bins are equal in log time between the metric's lowest and highest value."""
+    and seed; the bins are equal in log time between the metric's lowest and highest value.
+    ``data_only``: an emulated array's data requests served, as its summary counts them."""
     path = run_dir / REQUESTS
     if not path.exists():
         return None
@@ -191,10 +215,10 @@ def request_counts(
     try:
         # Pre-buffering whole row groups costs memory and time here; one pass reads each once.
         pf = pq.ParquetFile(path, pre_buffer=False, read_dictionary=["personality"])
-        ranges = _ranges(pf)
+        ranges = _ranges(pf, data_only)
         logs = {m: (float(np.log10(lo)), float(np.log10(hi))) for m, (lo, hi) in ranges.items()}
         counts = {m: np.zeros(int(np.prod(shape)), dtype=np.int64) for m in METRICS}
-        for batch in pf.iter_batches(batch_size=_BATCH, columns=["personality", "seed", *METRICS]):
+        for batch in _batches(pf, ["personality", "seed", *METRICS], data_only):
             who = _positions(batch.column("personality"), order)
             seed = batch.column("seed").to_numpy(zero_copy_only=False)
             which = np.searchsorted(seed_list, seed).clip(0, len(seed_list) - 1)
@@ -219,6 +243,7 @@ def cdf_figure(
     order: Sequence[str],
     what: str,
     timeout_ns: float | None = None,
+    name: str = "raid",
 ) -> str | None:
     """Each personality's CDF (its seeds pooled) and, with several seeds, the band between the
     lowest and highest seed's CDF at each point of the grid: at each bin's upper edge the share
@@ -267,7 +292,7 @@ def cdf_figure(
         fontsize="small",
         frameon=False,
     )
-    return _to_svg(fig, f"raid-{what.split()[0]}")
+    return _to_svg(fig, f"{name}-{what.split()[0]}")
 
 
 def _facts(config: Mapping[str, Any], summary: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -352,7 +377,8 @@ def raid_view(run_dir: Path) -> RaidView:
     seeds = [int(s) for s in config.get("seeds") or [manifest.get("seed", 0)]]
     figures = []
     bin_s = format_duration(float((config.get("array") or {}).get("bin_s", 15)))
-    if (svg := power_figure(run_dir, order, seeds[0])) is not None:
+    prefix = f"{manifest['run_id'][-6:]}-raid"  # ids unique on a page of several runs
+    if (svg := power_figure(run_dir, order, seeds[0], f"{prefix}-power")) is not None:
         figures.append(
             (
                 "power",
@@ -391,7 +417,7 @@ def raid_view(run_dir: Path) -> RaidView:
         if counts is None:
             break
         edges, c = counts[m]
-        if (svg := cdf_figure(edges, c, order, what, timeout)) is not None:
+        if (svg := cdf_figure(edges, c, order, what, timeout, prefix)) is not None:
             figures.append((m.removesuffix("_ns"), caption + extra, svg))
     return RaidView(
         run_id=manifest["run_id"],

@@ -20,7 +20,7 @@ from iowatt.report.context import (
     styles,
     workload_row,
 )
-from iowatt.report.emulate import emulate_view
+from iowatt.report.emulate_array import emulated_view
 from iowatt.report.flowops import flowop_tables
 from iowatt.report.heatmap import heatmaps
 from iowatt.report.hosts import host_views
@@ -55,7 +55,7 @@ _ENV.filters["code_spans"] = code_spans
 _SIMULATIONS: dict[str, tuple[str, str, Callable[[Path], Any]]] = {
     "sim-server": ("sim_server.html", "sim_server_body.html", sim_view),
     "sim-raid": ("sim_raid.html", "sim_raid_body.html", raid_view),
-    "emulate": ("emulate.html", "emulate_body.html", emulate_view),
+    "emulate": ("emulate.html", "emulate_body.html", emulated_view),
 }
 
 
