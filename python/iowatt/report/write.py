@@ -26,6 +26,7 @@ from iowatt.report.heatmap import heatmaps
 from iowatt.report.hosts import host_views
 from iowatt.report.load import load_runs
 from iowatt.report.pool import SUMMARY_AFTER, pooled_runs
+from iowatt.report.raid_replay import raid_replay_view
 from iowatt.report.replay import replay_view
 from iowatt.report.series import code_spans, consecutive_runs
 from iowatt.report.sim_raid import raid_view
@@ -75,10 +76,13 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     if not run_dirs:
         raise ValueError("write_report needs at least one run directory")
     kinds = {_kind(Path(d)) for d in run_dirs}
-    raid_sims = []
-    if "sim-raid" in kinds and "replay" in kinds and kinds <= {"sim-raid", "replay"}:
-        # A replay and the simulation of its trace: one report, the simulation after.
-        raid_sims = [raid_view(Path(d)) for d in run_dirs if _kind(Path(d)) == "sim-raid"]
+    sims: list[Path] = []
+    emulates: list[Path] = []
+    if "sim-raid" in kinds and "replay" in kinds and kinds <= {"sim-raid", "replay", "emulate"}:
+        # A replay and the simulation of its trace (and the emulated array it read): one
+        # report, the comparison and the simulation after.
+        sims = [Path(d) for d in run_dirs if _kind(Path(d)) == "sim-raid"]
+        emulates = [Path(d) for d in run_dirs if _kind(Path(d)) == "emulate"]
         run_dirs = [d for d in run_dirs if _kind(Path(d)) == "replay"]
         kinds = {"replay"}
     aside = []
@@ -132,7 +136,9 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
         series=consecutive_runs(runs, answer.findings if answer else None),
         energy=energy_rows(runs),
         power_plots=power_plots(runs),
-        raid_sims=raid_sims,
+        raid_sims=[raid_view(d) for d in sims],
+        beside=raid_replay_view(runs, sims, emulates) if sims else None,
+        emulated=[emulated_view(d) for d in emulates],
         # Simulations among measured runs: said at the top, reported side by side at the end.
         apart=apart,
         measured_kinds=sorted({str(k) for k in kinds} - set(apart)),
