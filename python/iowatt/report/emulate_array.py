@@ -99,7 +99,7 @@ def _disk_rows(a: Mapping[str, Any], power: pa.Table | None) -> tuple[list[str],
     one for the array (the disks' sum)."""
     state_j: list[Mapping[str, float]] = a.get("state_j") or []
     energy = [float(e) for e in a.get("energy_by_disk_j") or []]
-    seen = {s for d in state_j for s in d}
+    seen = {s for d in state_j for s, j in d.items() if j > 0}  # a state no disk entered: out
     states = [s for s in STATES if s in seen] + sorted(seen - set(STATES))
     standby = _standby_s(power, len(energy))
     cycles, most = a.get("spin_cycles") or [], a.get("most_cycles_a_day") or []

@@ -295,9 +295,24 @@ def binned_energy(t: FloatArray, so_far: FloatArray, edges: FloatArray) -> Float
     return energy
 
 
+def _styles(pairs: Sequence[Pair]) -> list[tuple[str, str]]:
+    """Each pair's name and colour: its personality's, coloured as the simulation's own page
+    colours it; where a personality was replayed more than once, each replay's own."""
+    if len({p.personality for p in pairs}) == len(pairs):
+        return [
+            (sim_raid._name(p.personality), f"C{_personalities(p.sim).index(p.personality) % 10}")
+            for p in pairs
+        ]
+    return [
+        (f"{sim_raid._name(p.personality)} · {p.replay.run_id[-6:]}", f"C{i % 10}")
+        for i, p in enumerate(pairs)
+    ]
+
+
 @dataclass(frozen=True)
 class _Compared:
     pair: Pair
+    label: str
     color: str
     edges: FloatArray  # the simulator's bins (s of simulated time)
     simulated_w: FloatArray
@@ -305,7 +320,7 @@ class _Compared:
     cdfs: dict[str, dict[str, FloatArray]]  # side → metric → values (ns)
 
 
-def _compare(pair: Pair, i: int, notes: list[str]) -> tuple[_Compared, PairRow]:
+def _compare(pair: Pair, label: str, color: str, notes: list[str]) -> tuple[_Compared, PairRow]:
     p, run = pair.personality, pair.replay
     config = read_manifest(pair.sim).get("config") or {}
     seed = int((config.get("seeds") or [1])[0])
@@ -351,9 +366,8 @@ def _compare(pair: Pair, i: int, notes: list[str]) -> tuple[_Compared, PairRow]:
         d = ks_distance(sides["replay"][metric], sides["simulated"][metric])
         return "–" if np.isnan(d) else f"{d:.3f}"
 
-    color = f"C{i % 10}"
     row = PairRow(
-        personality=sim_raid._name(p),
+        personality=label,
         color=to_hex(color),
         replay=run.run_id,
         found_by=pair.found_by,
@@ -365,7 +379,7 @@ def _compare(pair: Pair, i: int, notes: list[str]) -> tuple[_Compared, PairRow]:
         ks_latency=ks("latency_ns"),
         ks_completion=ks("completion_ns"),
     )
-    return _Compared(pair, color, edges, simulated_w, emulated_w, sides), row
+    return _Compared(pair, label, color, edges, simulated_w, emulated_w, sides), row
 
 
 def power_figure(compared: Sequence[_Compared]) -> str | None:
@@ -391,7 +405,7 @@ def power_figure(compared: Sequence[_Compared]) -> str | None:
         lo, hi = float(values.min()), float(values.max())
         pad = max((hi - lo) * 0.15, 0.05 * max(abs(hi), 1.0))
         ax.set_ylim(max(lo - pad, 0.0), hi + pad)
-        ax.set_ylabel(sim_raid._name(c.pair.personality), rotation=0, ha="right", va="center")
+        ax.set_ylabel(c.label.replace(" · ", "\n"), rotation=0, ha="right", va="center")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_watts(v)))
         ax.yaxis.set_major_locator(MaxNLocator(3))
         ax.grid(alpha=0.3)
@@ -436,7 +450,7 @@ def cdf_figure(compared: Sequence[_Compared]) -> str | None:
                 lo, hi = min(lo, float(x[0])), max(hi, float(x[-1]))
                 if side not in sides_drawn:
                     sides_drawn.append(side)
-                key = (c.pair.personality, c.color)
+                key = (c.label, c.color)
                 if key not in personalities:
                     personalities.append(key)
         if not np.isfinite(lo):
@@ -449,7 +463,7 @@ def cdf_figure(compared: Sequence[_Compared]) -> str | None:
         return None
     axes[0].set_ylabel("fraction of requests")
     handles: list[Any] = [
-        Line2D([], [], color=color, lw=1.3, label=sim_raid._name(p)) for p, color in personalities
+        Line2D([], [], color=color, lw=1.3, label=label) for label, color in personalities
     ]
     handles += [
         Line2D([], [], color="0.3", ls=SIDES[s][1], lw=1.3, label=SIDES[s][0]) for s in sides_drawn
@@ -469,8 +483,8 @@ def raid_replay_view(
     notes: list[str] = []
     pairs = _pairs(replays, sims, emulates, notes)
     compared, rows = [], []
-    for i, pair in enumerate(pairs):
-        c, row = _compare(pair, i, notes)
+    for pair, (label, color) in zip(pairs, _styles(pairs), strict=True):
+        c, row = _compare(pair, label, color, notes)
         compared.append(c)
         rows.append(row)
     figures = []
