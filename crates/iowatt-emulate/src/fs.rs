@@ -174,8 +174,13 @@ impl<D: Device> EmulatedFs<D> {
     }
 
     fn entry(&self, path: &Path) -> Result<FileAttr, Errno> {
+        self.stat(path).map(|(a, _)| a)
+    }
+
+    /// The mount's attributes of `path`, with the backing file's own metadata.
+    fn stat(&self, path: &Path) -> Result<(FileAttr, Metadata), Errno> {
         let m = std::fs::symlink_metadata(path).map_err(errno)?;
-        Ok(attr(self.node(path, &m), &m))
+        Ok((attr(self.node(path, &m), &m), m))
     }
 
     fn open_flags(&self) -> FopenFlags {
@@ -272,13 +277,10 @@ impl<D: Device> EmulatedFs<D> {
         Some((dir_at, inode_at, data_at))
     }
 
-    /// A lookup (with its directory) or getattr of a file the layout charges: answered once
-    /// its metadata blocks are read, or at once when none are.
-    fn answer_attr(&self, req: &Request, parent: Option<INodeNo>, path: &Path, reply: Reply) {
-        let charged = std::fs::symlink_metadata(path)
-            .ok()
-            .and_then(|m| self.metadata(parent, &m));
-        let Some((dir_at, inode_at, data_at)) = charged else {
+    /// A lookup's or getattr's answer: once the file's metadata blocks (`parent`'s with a
+    /// lookup, its inode's) are read where the layout charges them, else at once.
+    fn answer_attr(&self, req: &Request, parent: Option<INodeNo>, m: &Metadata, reply: Reply) {
+        let Some((dir_at, inode_at, data_at)) = self.metadata(parent, m) else {
             return reply.send();
         };
         let pending = Pending {
@@ -319,13 +321,9 @@ impl<D: Device> Filesystem for EmulatedFs<D> {
         if let Some(a) = self.control.lookup(parent, name) {
             return reply.entry(&TTL, &a, Generation(0));
         }
-        let path = self.child(parent, name);
-        match path.as_ref().map_err(|e| *e).and_then(|p| self.entry(p)) {
-            Ok(a) if self.layout.is_some() => {
-                let path = path.expect("found");
-                self.answer_attr(req, Some(parent), &path, Reply::Entry(reply, a));
-            }
-            made => entry(reply, made),
+        match self.child(parent, name).and_then(|p| self.stat(&p)) {
+            Ok((a, m)) => self.answer_attr(req, Some(parent), &m, Reply::Entry(reply, a)),
+            Err(e) => reply.error(e),
         }
     }
 
@@ -333,13 +331,8 @@ impl<D: Device> Filesystem for EmulatedFs<D> {
         if let Some(a) = self.control.getattr(ino) {
             return reply.attr(&TTL, &a);
         }
-        let path = self.path(ino);
-        match path.as_ref().map_err(|e| *e).and_then(|p| self.entry(p)) {
-            Ok(a) if self.layout.is_some() => {
-                let path = path.expect("found");
-                self.answer_attr(req, None, &path, Reply::Attr(reply, a));
-            }
-            Ok(a) => reply.attr(&TTL, &a),
+        match self.path(ino).and_then(|p| self.stat(&p)) {
+            Ok((a, m)) => self.answer_attr(req, None, &m, Reply::Attr(reply, a)),
             Err(e) => reply.error(e),
         }
     }
