@@ -136,6 +136,12 @@ def _beside(replay: Path) -> list[Path]:
     return sorted(p for p in replay.parent.glob("*-emulate-*") if (p / "manifest.json").exists())
 
 
+def _disks(run: Run) -> int:
+    """The emulated array's disks the replay recorded a channel of (0: one emulated disk)."""
+    channels = (run.summary.get("power") or {}).get("channels") or []
+    return sum(1 for c in channels if c.get("source") == "emulated" and c.get("parent") == "disk")
+
+
 def _personalities(sim: Path) -> list[str]:
     rows = read_summary(sim).get("raid") or []
     return [r["personality"] for r in rows]
@@ -151,15 +157,14 @@ def _pairs(
             continue  # not over an emulated disk: nothing to set beside the simulation
         label = (run.manifest.get("labels") or {}).get("personality")
         emulate = _serving([*emulates, *_beside(run.path)], mount, run.manifest)
-        personality, found_by = None, ""
-        if emulate is not None:
-            array = read_summary(emulate).get("array")
-            if array is None:
-                notes.append(
-                    f"Replay `{run.run_id}` read one emulated disk (run `{emulate.name}`), not"
-                    " an array: it has no RAID personality to set beside the simulation."
-                )
-                continue
+        array = None if emulate is None else read_summary(emulate).get("array")
+        if array is None and (emulate is not None or _disks(run) == 0):
+            notes.append(
+                f"Replay `{run.run_id}` read one emulated disk at `{mount}`, not an array: it"
+                " has no RAID personality to set beside the simulation."
+            )
+            continue
+        if emulate is not None and array is not None:
             personality, found_by = array["personality"], f"emulate run `{emulate.name}`"
             if label and label != personality:
                 notes.append(
@@ -177,8 +182,15 @@ def _pairs(
             )
             continue
         sim = _sim_of(run, personality, sims, notes)
-        if sim is not None:
-            pairs.append(Pair(personality, run, sim, emulate, found_by))
+        if sim is None:
+            continue
+        disks = ((read_manifest(sim).get("config") or {}).get("array") or {}).get("disks")
+        if disks and _disks(run) and disks != _disks(run):
+            notes.append(
+                f"Simulation `{sim.name}` has {disks} disks, the array replay `{run.run_id}`"
+                f" read {_disks(run)}: their energy differs by that alone."
+            )
+        pairs.append(Pair(personality, run, sim, emulate, found_by))
     return pairs
 
 
