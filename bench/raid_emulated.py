@@ -30,7 +30,8 @@ or `nginx missing` and every ratio names the missing peer.
    --arrival-jitter none` with the same disk model, --params and seed (the replay's speed-up
    is its own; it sends a second's requests at the second's start, so no jitter).
 3. With `--cache SIZE` the cached pair instead: each nginx in a memory cgroup capped at SIZE
-   plus its own memory at start, the mount with --page-cache, against `sim raid --cache SIZE`.
+   over what it holds once moved in (pages charged before the move stay outside), the mount
+   with --page-cache, against `sim raid --cache SIZE`.
    Every run is labelled `cache=SIZE` (`cache=0` for direct I/O) and `personality=P`.
 
 Printed per personality, simulator beside emulated array, over the replay's measured window
@@ -226,7 +227,8 @@ class Pair:
     personality: str
     emulate: Path
     replay: Path
-    sim: Path
+    sim: Path  # laid out by the tree manifest
+    sim_log: Path  # laid out in the log's order of first request, as the mount allocates
     wall_s: float  # the replay's
     replay_summary: dict[str, Any] = field(default_factory=dict)
 
@@ -286,17 +288,14 @@ def memory_cgroup(name: str, limit: int) -> Iterator[Path | None]:
 
 
 def cap(group: Path, pids: list[int], cache_bytes: int) -> None:
-    """``pids`` moved into ``group``, which is capped at their memory now plus ``cache_bytes``:
-    what is left for the page cache they read."""
-    own = 0
-    for pid in pids:
-        with suppress(OSError):
-            own += int(re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())[1])
+    """``pids`` moved into ``group``, then capped at ``cache_bytes`` over what the group holds
+    once they are in: what is charged to them from then on is the page cache they read and
+    their own few new allocations (pages charged before the move stay where they were)."""
     v1 = (group / "memory.limit_in_bytes").exists()
-    limit = str(cache_bytes + own * 1024)
-    (group / ("memory.limit_in_bytes" if v1 else "memory.max")).write_text(limit)
     for pid in pids:
         (group / "cgroup.procs").write_text(str(pid))
+    held = int((group / ("memory.usage_in_bytes" if v1 else "memory.current")).read_text())
+    (group / ("memory.limit_in_bytes" if v1 else "memory.max")).write_text(str(cache_bytes + held))
 
 
 def nginx_pids(workdir: Path) -> list[int]:
@@ -332,11 +331,15 @@ def replay_and_simulate(personality: str, day: Day, work: Path, setup: Setup) ->
         wall = time.perf_counter() - start
     summary = json.loads(out)
     replay = rep / summary["run_id"]
-    run([iowatt_cli(), "sim", "raid", str(replay), "--tree", str(day.tree), "--personalities",
-         personality, *setup.model_args(), "--cache", setup.cache, "--arrival-jitter", "none",
-         "--results", str(sim), "--no-report", "-q", *labels])  # fmt: skip
-    (sim_run,) = [p.parent for p in sim.glob("*/manifest.json")]
-    return Pair(personality, emulated["run"], replay, sim_run, wall, summary)
+    sims = []
+    for layout, tree in (("tree", ["--tree", str(day.tree)]), ("log", [])):
+        results = sim / layout
+        run([iowatt_cli(), "sim", "raid", str(replay), *tree, "--personalities", personality,
+             *setup.model_args(), "--cache", setup.cache, "--arrival-jitter", "none",
+             "--results", str(results), "--no-report", "-q", *labels,
+             "--label", f"layout={layout}"])  # fmt: skip
+        sims += [p.parent for p in results.glob("*/manifest.json")]
+    return Pair(personality, emulated["run"], replay, sims[0], sims[1], wall, summary)
 
 
 def run_all(
@@ -391,9 +394,9 @@ def window_energy(bins: dict[str, np.ndarray], lo_s: float, hi_s: float) -> floa
 def ks(a: np.ndarray, b: np.ndarray) -> float | None:
     """The two-sample Kolmogorov–Smirnov statistic: the largest gap between the empirical CDFs
     (Kolmogorov 1933, Smirnov 1948)."""
+    a, b = np.sort(a[np.isfinite(a)]), np.sort(b[np.isfinite(b)])
     if not a.size or not b.size:
         return None
-    a, b = np.sort(a), np.sort(b)
     x = np.concatenate([a, b])
     fa = np.searchsorted(a, x, side="right") / a.size
     fb = np.searchsorted(b, x, side="right") / b.size
@@ -409,56 +412,83 @@ def emulate_t0_ns(run_dir: Path) -> int:
     return int(json.loads((run_dir / "manifest.json").read_text())["clock_anchor"][1])
 
 
+def simulated(
+    run_dir: Path, personality: str, kept: np.ndarray, measured: np.ndarray, window: tuple[int, int]
+) -> dict[str, Any]:
+    """One simulation's side: energy over ``window`` (ns on its own clock), cycles and file
+    system blocks over the run, and the measured requests' latency and completion."""
+    req = table(run_dir / "raid_requests.parquet", personality)
+    order = np.argsort(req["seq"])
+    if order.size != kept.sum():
+        raise BenchError(f"sim raid served {order.size} requests in {run_dir}, not {kept.sum()}")
+    runs = table(run_dir / "raid_runs.parquet", personality)
+    bins = table(run_dir / "raid_power.parquet", personality)
+    return {
+        "energy_j": window_energy(bins, window[0] / 1e9, window[1] / 1e9),
+        "cycles": int(np.sum(runs["spin_cycles"][0])),
+        "gear_shifts": int(runs["gear_shifts"][0]),
+        "fs_reads": int(runs["fs_reads"][0]),
+        "fs_writes": int(runs["fs_writes"][0]),
+        "latency_ns": req["latency_ns"][order][measured[kept]].astype(float),
+        "completion_ns": req["completion_ns"][order][measured[kept]].astype(float),
+    }
+
+
+def median_ms(values: np.ndarray) -> float | None:
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) / 1e6 if values.size else None
+
+
 def compare(pair: Pair) -> dict[str, Any]:
     """One personality's figures, both sides (module doc)."""
     req = table(pair.replay / "requests.parquet")
-    status = np.array([s if s == s and s is not None else 0 for s in req["log_status"]])
-    size = np.array([b if b == b and b is not None else 0 for b in req["log_bytes"]])
+    status = np.nan_to_num(req["log_status"].astype(float))
+    size = np.nan_to_num(req["log_bytes"].astype(float))
+    # What sim raid serves of a replay run (python/iowatt/sim/requests.py).
     kept = (req["method"] == "GET") & (status >= 200) & (status < 300) & (size > 0)
     measured = req["phase"] == "measured"
-    sim_req = table(pair.sim / "raid_requests.parquet", pair.personality)
-    order = np.argsort(sim_req["seq"])
-    if order.size != kept.sum():
-        raise BenchError(
-            f"sim raid served {order.size} requests of {pair.replay}, not {kept.sum()}"
-        )
-    zero = int(req["due_ns"][kept][0])
-    done = req["done_ns"]
+    zero = int(req["due_ns"][kept][0])  # the simulator's time 0
     lo = int(req["due_ns"][measured].min())
-    hi = int(np.nanmax(np.where(measured, done.astype(float), np.nan)))
-    power = pair.replay_summary["power"]["work"]["emulated/disk"]
-    sim_bins = table(pair.sim / "raid_power.parquet", pair.personality)
-    emu_bins = table(pair.emulate / "raid_power.parquet")
-    shift = pair.replay_summary["replay"]["t0_ns"] - emulate_t0_ns(pair.emulate)
-    both = measured[kept]
-    sim_lat = sim_req["latency_ns"][order][both]
-    sim_done = sim_req["completion_ns"][order][both]
-    rows = measured & kept
-    runs = {
-        s: table(getattr(pair, s) / "raid_runs.parquet", pair.personality)
-        for s in ("emulate", "sim")
+    hi = int(np.nanmax(np.where(measured, req["done_ns"].astype(float), np.nan)))
+    sims = {
+        name: simulated(run, pair.personality, kept, measured, (lo - zero, hi - zero))
+        for name, run in (("tree", pair.sim), ("log", pair.sim_log))
     }
-    emu_summary = json.loads((pair.emulate / "summary.json").read_text())["array"]
+    rows = measured & kept
+    ttfb, completion = (req[c][rows].astype(float) for c in ("ttfb_ns", "completion_ns"))
+    emulate = table(pair.emulate / "raid_runs.parquet", pair.personality)
+    array = json.loads((pair.emulate / "summary.json").read_text())["array"]
+    shift = pair.replay_summary["replay"]["t0_ns"] - emulate_t0_ns(pair.emulate)
+    emu_bins = table(pair.emulate / "raid_power.parquet")
     return {
         "window_s": (hi - lo) / 1e9,
         "requests": int(rows.sum()),
-        "energy_emulated_j": float(power["energy_j"]),
+        "energy_emulated_j": float(
+            pair.replay_summary["power"]["work"]["emulated/disk"]["energy_j"]
+        ),
         "energy_emulated_bins_j": window_energy(emu_bins, (lo + shift) / 1e9, (hi + shift) / 1e9),
-        "energy_simulated_j": window_energy(sim_bins, (lo - zero) / 1e9, (hi - zero) / 1e9),
-        "cycles_emulated": int(np.sum(runs["emulate"]["spin_cycles"][0])),
-        "cycles_simulated": int(np.sum(runs["sim"]["spin_cycles"][0])),
-        "gear_shifts": (int(runs["emulate"]["gear_shifts"][0]), int(runs["sim"]["gear_shifts"][0])),
-        "ks_latency": ks(req["ttfb_ns"][rows].astype(float), sim_lat.astype(float)),
-        "ks_completion": ks(req["completion_ns"][rows].astype(float), sim_done.astype(float)),
-        "ttfb_p50_ms": (float(np.median(req["ttfb_ns"][rows])) / 1e6) if rows.any() else None,
-        "sim_latency_p50_ms": float(np.median(sim_lat)) / 1e6 if sim_lat.size else None,
-        "completion_p50_ms": float(np.median(req["completion_ns"][rows])) / 1e6
-        if rows.any()
-        else None,
-        "sim_completion_p50_ms": float(np.median(sim_done)) / 1e6 if sim_done.size else None,
-        "array_reads": int(emu_summary["read_ops"]),
-        "array_lookups": int(emu_summary["lookups"]),
+        "cycles_emulated": int(np.sum(emulate["spin_cycles"][0])),
+        "gear_shifts_emulated": int(emulate["gear_shifts"][0]),
+        "array_reads": int(array["read_ops"]),
+        "array_lookups": int(array["lookups"]),
+        "array_fs": (int(array["fs_reads"]), int(array["fs_writes"])),
+        "ttfb_p50_ms": median_ms(ttfb),
+        "completion_p50_ms": median_ms(completion),
         "wall_s": pair.wall_s,
+        **{
+            f"{k}_{name}": v
+            for name, sim in sims.items()
+            for k, v in {
+                "energy_simulated_j": sim["energy_j"],
+                "cycles_simulated": sim["cycles"],
+                "gear_shifts_simulated": sim["gear_shifts"],
+                "fs_simulated": (sim["fs_reads"], sim["fs_writes"]),
+                "ks_latency": ks(ttfb, sim["latency_ns"]),
+                "ks_completion": ks(completion, sim["completion_ns"]),
+                "latency_p50_ms": median_ms(sim["latency_ns"]),
+                "completion_sim_p50_ms": median_ms(sim["completion_ns"]),
+            }.items()
+        },
     }
 
 
@@ -559,6 +589,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--serial", action="store_true", help="one personality at a time")
     ap.add_argument("--dir", type=Path, default=Path("/dev/shm"), help="where BACKING goes")
     ap.add_argument("--keep", type=Path, help="keep the runs in this directory")
+    ap.add_argument("--json-out", type=Path, help="write every repeat's figures here")
     args = parse(ap, {"scale": 0.01, "start": "16h", "span": "1h", "speedup": 60.0,
                       "warmup": "10m", "cooldown": "10m", "reps": 1}, argv)  # fmt: skip
     personalities = [p.strip() for p in args.personalities.split(",") if p.strip()]
@@ -584,12 +615,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"machine: {load_line()}")
     span = "the whole day" if span_s is None else f"{args.span} from {args.start}"
     pair_text = "direct I/O against --cache 0" if not cache_bytes else (
-        f"nginx in a memory cgroup of {args.cache} + its own memory, --page-cache, against "
+        f"nginx in a memory cgroup of {args.cache} + what it holds at start, --page-cache, against "
         f"--cache {args.cache}")  # fmt: skip
     print(f"study-web at --scale {args.scale:g}, {span} of log time, {args.speedup:g}×, warm-up "
           f"{args.warmup}, cool-down {args.cooldown}; {setup.disks} × {args.disk_model}; "
           f"{pair_text}")  # fmt: skip
     keep = args.keep
+    everything: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="iowatt-raid-emulated-") as tmp:
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -613,7 +645,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                 except BenchError as e:
                     fail(str(e), "run the step by hand to see why (root, /dev/fuse, nginx)")
                 span_wall, after = time.perf_counter() - t0, busy_jiffies()
-                report({p: compare(pairs[p]) for p in personalities}, goals, args.smoke)
+                figures = {p: compare(pairs[p]) for p in personalities}
+                report(figures, goals)
+                if args.json_out is not None:
+                    everything.append({"rep": rep + 1, "order": order, "figures": figures})
                 if before is not None and after is not None:
                     hz = os.sysconf("SC_CLK_TCK")
                     used = (after[0] - before[0]) / hz
@@ -624,46 +659,57 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"   after: {load_line()}")
         finally:
             shutil.rmtree(backing, ignore_errors=True)
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps({"args": sys.argv[1:], "reps": everything}, indent=1))
     if args.smoke:
         print("(smoke: a check that it runs; these figures are not to be quoted)")
 
 
-def report(figures: dict[str, dict[str, Any]], goals: dict[str, str], smoke: bool) -> None:
-    rows = [["personality", "requests", "window", "energy emulated", "(its bins)",
-             "simulated", "sim/emu", "cycles emu", "sim", "gears emu/sim", "KS latency",
-             "KS completion", "TTFB p50 emu/sim", "wall"]]  # fmt: skip
+def report(figures: dict[str, dict[str, Any]], goals: dict[str, str]) -> None:
+    """The table of both sides (the simulation laid out by the tree, then by the log's order)
+    and the ratio lines (the tree's, as the issue sets the goals)."""
+    head = ["personality", "layout", "requests", "window", "energy emu", "(its bins)", "sim",
+            "sim/emu", "cycles emu", "sim", "gears emu/sim", "KS latency", "KS completion",
+            "TTFB p50 emu/sim", "done p50 emu/sim", "wall"]  # fmt: skip
+    rows = [head]
     for p, f in figures.items():
-        rows.append([
-            p, f"{f['requests']:,}", f"{f['window_s']:,.0f} s",
-            f"{fmt(f['energy_emulated_j'] / 1e3, 2)} kJ",
-            f"{fmt(f['energy_emulated_bins_j'] / 1e3, 2)} kJ",
-            f"{fmt(f['energy_simulated_j'] / 1e3, 2)} kJ",
-            fmt(ratio_of(f["energy_simulated_j"], f["energy_emulated_j"]), 3),
-            str(f["cycles_emulated"]), str(f["cycles_simulated"]),
-            "/".join(str(g) for g in f["gear_shifts"]),
-            fmt(f["ks_latency"], 3), fmt(f["ks_completion"], 3),
-            f"{fmt(f['ttfb_p50_ms'], 2)}/{fmt(f['sim_latency_p50_ms'], 2)} ms",
-            f"{f['wall_s']:,.0f} s",
-        ])  # fmt: skip
-    for line in render_table(rows, right=set(range(1, 14))):
+        for layout in ("tree", "log"):
+            g = {k.removesuffix(f"_{layout}"): v for k, v in f.items() if k.endswith(layout)}
+            rows.append([
+                p, layout, f"{f['requests']:,}", f"{f['window_s']:,.0f} s",
+                f"{fmt(f['energy_emulated_j'] / 1e3, 2)} kJ",
+                f"{fmt(f['energy_emulated_bins_j'] / 1e3, 2)} kJ",
+                f"{fmt(g['energy_simulated_j'] / 1e3, 2)} kJ",
+                fmt(ratio_of(g["energy_simulated_j"], f["energy_emulated_j"]), 3),
+                str(f["cycles_emulated"]), str(g["cycles_simulated"]),
+                f"{f['gear_shifts_emulated']}/{g['gear_shifts_simulated']}",
+                fmt(g["ks_latency"], 3), fmt(g["ks_completion"], 3),
+                f"{fmt(f['ttfb_p50_ms'], 2)}/{fmt(g['latency_p50_ms'], 2)} ms",
+                f"{fmt(f['completion_p50_ms'], 2)}/{fmt(g['completion_sim_p50_ms'], 2)} ms",
+                f"{f['wall_s']:,.0f} s",
+            ])  # fmt: skip
+    for line in render_table(rows, right=set(range(2, len(head)))):
         print(f"   {line}")
+    print("   (layout: the simulation's, by the tree manifest or by the log's order of first "
+          "request, as the mount allocates)")  # fmt: skip
     for p, f in figures.items():
         print(f"   {p}: the array answered {f['array_reads']:,} reads and {f['array_lookups']:,} "
-              f"lookups; completion p50 {fmt(f['completion_p50_ms'], 2)} ms emulated, "
-              f"{fmt(f['sim_completion_p50_ms'], 2)} ms simulated")  # fmt: skip
+              f"lookups; file system blocks read/written: emulated {f['array_fs'][0]:,}/"
+              f"{f['array_fs'][1]:,}, simulated (tree) {f['fs_simulated_tree'][0]:,}/"
+              f"{f['fs_simulated_tree'][1]:,}")  # fmt: skip
     for p, f in figures.items():
         ratio_line(
             f"{p} energy simulated/emulated",
-            ratio_of(f["energy_simulated_j"], f["energy_emulated_j"]),
+            ratio_of(f["energy_simulated_j_tree"], f["energy_emulated_j"]),
             goals["energy"],
         )
         ratio_line(
             f"{p} spin cycles simulated/emulated",
-            ratio_of(f["cycles_simulated"], f["cycles_emulated"]),
+            ratio_of(f["cycles_simulated_tree"], f["cycles_emulated"]),
             goals["cycles"],
         )
-        ratio_line(f"{p} KS latency", f["ks_latency"], goals["ks"])
-        ratio_line(f"{p} KS completion", f["ks_completion"], goals["ks"])  # fmt: skip
+        ratio_line(f"{p} KS latency", f["ks_latency_tree"], goals["ks"])
+        ratio_line(f"{p} KS completion", f["ks_completion_tree"], goals["ks"])  # fmt: skip
 
 
 if __name__ == "__main__":
