@@ -76,10 +76,13 @@ def request_table(
 
 
 def events(run_id: str, t0_ns: int, result: Mapping[str, Any]) -> pa.Table:
-    """Each disk's states entered (source ``disk<N>``) and each gear shift (``array``)."""
+    """Each disk's states entered (source ``disk<N>``, from ``idle`` at the mount) and each
+    gear shift (``array``)."""
+    disks = len(result["energy_j"])
+    changes = [(0, d, "idle") for d in range(disks)] + list(result["disk_changes"])
     rows = [
         {"mono_ns": t0_ns + t, "source": f"disk{d}", "kind": "state", "message": state}
-        for t, d, state in result["disk_changes"]
+        for t, d, state in changes
     ]
     rows += [
         {"mono_ns": t0_ns + t, "source": "array", "kind": "gear", "message": f"{g} disks"}
@@ -122,6 +125,7 @@ def write(
         "bytes": c["read_bytes"] + c["write_bytes"],
         "drained": c["drained"],
         "energy_by_disk_j": [float(e) for e in result["energy_j"]],
+        "state_s": [d["state_s"] for d in c["disks"]],
         "state_j": [d["state_j"] for d in c["disks"]],
         "gear_shifts": max(len(result["gears"]) - 1, 0),
         "synced_bytes": result["synced_bytes"],
