@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,3 +169,27 @@ def test_bad_array_input_is_one_line_and_mounts_nothing(
     assert (backing / "huge").stat().st_size == 80 * 10**9, "BACKING left intact"
     assert not runs_in(results) if results.exists() else True
     assert not list(results.glob(".tmp-*")) if results.exists() else True
+
+
+def test_a_killed_array_is_unmounted_by_its_guardian_and_its_counters_reported(
+    dirs: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    backing, mount, results = dirs
+    (backing / "f").write_bytes(b"k" * 100_000)
+    m = Mount(backing, mount, results, "--array", "raid0", "--disks", "2")
+    assert (mount / "f").read_bytes() == b"k" * 100_000
+
+    def journaled() -> bool:
+        found = list(results.glob(".tmp-*/journal.json"))
+        return bool(found) and json.loads(found[0].read_text())["counters"]["read_ops"] >= 1
+
+    wait_for(journaled, m.proc, what="the journal")
+    m.stop(signal.SIGKILL)
+    wait_for(lambda: not mounted(mount) and bool(runs_in(results)), what="the guardian")
+    (run,) = runs_in(results)
+    assert manifest(run)["status"] == "incomplete"
+    counters = summary(run)["counters"]
+    assert len(counters["disks"]) == 2 and counters["read_ops"] >= 1
+    r = iowatt(capsys, "report", run, "-o", run / "again.html")
+    assert r.code == 0, r.err
+    assert "died before it unmounted" in (run / "again.html").read_text()

@@ -113,6 +113,15 @@ def _from_counters(c: Mapping[str, Any]) -> dict[str, Any]:
     """The ``disk`` section's fields the journaled counters hold."""
     seconds, nbytes = float(c["t_s"]), c["read_bytes"] + c["write_bytes"]
     ops = c["read_ops"] + c["write_ops"]
+    state_s, state_j = c.get("state_s"), c.get("state_j")
+    if state_s is None:
+        # An array's journal: its disks' times (disk-seconds) and energy per state added up.
+        disks = c.get("disks") or []
+
+        def added(key: str) -> dict[str, float]:
+            return {s: sum(d[key][s] for d in disks) for s in (disks[0][key] if disks else {})}
+
+        state_s, state_j = added("state_s"), added("state_j")
     return {
         "seconds": seconds,
         "requests": ops,
@@ -124,8 +133,8 @@ def _from_counters(c: Mapping[str, Any]) -> dict[str, Any]:
         "mib_s": nbytes / 2**20 / seconds if seconds > 0 else 0.0,
         "energy_j": c["energy_j"],
         "spin_cycles": c["cycles"],
-        "state_s": c["state_s"],
-        "state_j": c["state_j"],
+        "state_s": state_s,
+        "state_j": state_j,
     }
 
 
