@@ -187,13 +187,7 @@ pub fn read(name: &str, c: &Counters, model: &DiskModel, range: Option<(f64, f64
 
 /// Every counter as one JSON object (times in seconds, energy in joules).
 pub fn json(c: &Counters, model: &DiskModel, range: Option<(f64, f64)>) -> serde_json::Value {
-    let per_state = |f: &dyn Fn(usize, State) -> f64| {
-        State::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name().to_string(), f(i, *s).into()))
-            .collect::<serde_json::Map<_, _>>()
-    };
+    let (state_s, state_j) = by_state(model, &c.state_ns);
     serde_json::json!({
         "t_s": c.now_ns as f64 / 1e9,
         "state": c.state.name(),
@@ -211,9 +205,24 @@ pub fn json(c: &Counters, model: &DiskModel, range: Option<(f64, f64)>) -> serde
         "stalled": c.stalled,
         "energy_j": c.energy_j,
         "energy_uj": (c.energy_j * 1e6).round() as u64,
-        "state_s": per_state(&|i, _| c.state_ns[i] as f64 / 1e9),
-        "state_j": per_state(&|i, s| s.watts(model) * c.state_ns[i] as f64 / 1e9),
+        "state_s": state_s,
+        "state_j": state_j,
     })
+}
+
+/// Seconds and joules in each state (by its name), from the ns spent in each.
+fn by_state(model: &DiskModel, state_ns: &[u64; 5]) -> (serde_json::Value, serde_json::Value) {
+    let per_state = |f: &dyn Fn(usize, State) -> f64| {
+        State::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name().to_string(), f(i, *s).into()))
+            .collect::<serde_json::Map<_, _>>()
+    };
+    (
+        per_state(&|i, _| state_ns[i] as f64 / 1e9).into(),
+        per_state(&|i, s| s.watts(model) * state_ns[i] as f64 / 1e9).into(),
+    )
 }
 
 /// `streams.json`: per process (pid), the requests and bytes it had served.
@@ -294,21 +303,15 @@ pub fn array_json(c: &ArrayCounters, model: &DiskModel, personality: &str) -> se
         .disks
         .iter()
         .map(|d| {
-            let per_state = |f: &dyn Fn(usize, State) -> f64| {
-                State::ALL
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| (s.name().to_string(), f(i, *s).into()))
-                    .collect::<serde_json::Map<_, _>>()
-            };
+            let (state_s, state_j) = by_state(model, &d.state_ns);
             serde_json::json!({
                 "state": d.state.name(),
                 "queue": d.queued,
                 "cycles": d.cycles,
                 "energy_j": d.energy_j,
                 "energy_uj": uj(d.energy_j),
-                "state_s": per_state(&|i, _| d.state_ns[i] as f64 / 1e9),
-                "state_j": per_state(&|i, s| s.watts(model) * d.state_ns[i] as f64 / 1e9),
+                "state_s": state_s,
+                "state_j": state_j,
             })
         })
         .collect();

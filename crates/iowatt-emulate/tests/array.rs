@@ -5,21 +5,15 @@
 
 use std::fs;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
-use iowatt_emulate::{ArrayOptions, Discipline, Emulation, LayoutConfig, Options, Record};
-use iowatt_metrics::Handle;
+use iowatt_emulate::{ArrayOptions, Discipline, LayoutConfig, Options};
 use iowatt_sim::disk::DiskModel;
 use iowatt_sim::raid::{self, ArrayConfig, Atime, FsConfig, Spec, Trace};
 
 const MIB: u64 = 1 << 20;
 
 fn quick_model() -> DiskModel {
-    let text = include_str!("../../../python/iowatt/sim/disks.toml");
-    let mut all: std::collections::HashMap<String, DiskModel> =
-        toml::from_str(text).expect("the shipped models parse");
-    let mut model = all.remove("ultrastar-36z15").expect("a shipped model");
+    let mut model = common::shipped("ultrastar-36z15");
     (model.spin_down_s, model.spin_up_s) = (0.05, 0.2);
     model
 }
@@ -37,97 +31,40 @@ fn array_config(model: &DiskModel, fs: Option<FsConfig>) -> ArrayConfig {
     }
 }
 
-struct Mounted {
-    handle: Handle<Emulation>,
-    root: PathBuf,
-    mount: PathBuf,
-}
+mod common;
 
-impl Mounted {
-    /// A mount of `files` (name, bytes) served by `config`'s array under `spec`.
-    fn new(tag: &str, config: ArrayConfig, spec: Spec, files: &[(&str, u64)]) -> Self {
-        let root = std::env::temp_dir().join(format!("iowatt-array-{tag}-{}", std::process::id()));
-        let (backing, mount) = (root.join("backing"), root.join("mount"));
-        fs::create_dir_all(backing.join("d")).unwrap();
-        fs::create_dir_all(&mount).unwrap();
-        for (name, bytes) in files {
-            let data: Vec<u8> = (0..*bytes).map(|i| (i % 251) as u8).collect();
-            fs::write(backing.join(name), data).unwrap();
-        }
-        let handle = Handle::new(Emulation {
-            options: Options {
-                backing,
-                mount: mount.clone(),
-                model: config.model.clone(),
-                spin_down: None,
-                seed: 5,
-                page_cache: false,
-                discipline: Discipline::Fifo,
-                vibration: None,
-                array: Some(ArrayOptions {
-                    personality: "test".into(),
-                    used: 8 * MIB,
-                    layout: LayoutConfig {
-                        group_bytes: 128 * MIB,
-                        inodes_per_group: 8192,
-                        inode_bytes: 128,
-                    },
-                    config,
-                    spec,
-                }),
+use common::Mounted;
+
+/// A mount of `files` (name, bytes) served by `config`'s array under `spec`.
+fn mounted(tag: &str, config: ArrayConfig, spec: Spec, files: &[(&str, u64)]) -> Mounted {
+    let (root, backing, mount) = Mounted::dirs(tag);
+    fs::create_dir_all(backing.join("d")).unwrap();
+    for (name, bytes) in files {
+        let data: Vec<u8> = (0..*bytes).map(|i| (i % 251) as u8).collect();
+        fs::write(backing.join(name), data).unwrap();
+    }
+    let options = Options {
+        backing,
+        mount,
+        model: config.model.clone(),
+        spin_down: None,
+        seed: 5,
+        page_cache: false,
+        discipline: Discipline::Fifo,
+        vibration: None,
+        array: Some(ArrayOptions {
+            personality: "test".into(),
+            used: 8 * MIB,
+            layout: LayoutConfig {
+                group_bytes: 128 * MIB,
+                inodes_per_group: 8192,
+                inode_bytes: 128,
             },
-        });
-        assert!(handle.start());
-        let m = Mounted {
-            handle,
-            root,
-            mount,
-        };
-        m.until("the mount is ready", |m| {
-            m.handle.progress().array().is_some()
-        });
-        m
-    }
-
-    /// Waits for `ready` (a state the array reports), failing after 30 s.
-    fn until(&self, what: &str, ready: impl Fn(&Self) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !ready(self) {
-            assert!(
-                !self.handle.wait(Duration::ZERO),
-                "the array ended before {what}"
-            );
-            assert!(Instant::now() < deadline, "no {what} within 30 s");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn control(&self, name: &str) -> String {
-        fs::read_to_string(self.mount.join(".iowatt").join(name))
-            .expect("a counter file")
-            .trim()
-            .to_string()
-    }
-
-    fn stop(self) -> Record {
-        self.handle.cancel();
-        assert!(
-            self.handle.wait(Duration::from_secs(30)),
-            "unmounted in time"
-        );
-        let record = self
-            .handle
-            .with_outcome(|o| o.clone())
-            .unwrap()
-            .expect("ran");
-        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
-        assert!(
-            !mounts.contains(self.mount.to_str().unwrap()),
-            "nothing left mounted"
-        );
-        fs::remove_dir_all(&self.root).unwrap();
-        record
-    }
+            config,
+            spec,
+        }),
+    };
+    Mounted::start(root, options)
 }
 
 #[test]
@@ -138,7 +75,7 @@ fn each_request_takes_what_the_simulator_gives_for_the_same_arrivals() {
         timeout_s: Some(0.1),
         cycles_per_day: None,
     };
-    let m = Mounted::new("same", config.clone(), spec.clone(), &[("f", 2 * MIB)]);
+    let m = mounted("same", config.clone(), spec.clone(), &[("f", 2 * MIB)]);
     let f = fs::File::open(m.mount.join("f")).unwrap();
     let mut buf = vec![0u8; 192 * 1024];
     for at in [0, 5 * 64 * 1024, MIB] {
@@ -150,6 +87,9 @@ fn each_request_takes_what_the_simulator_gives_for_the_same_arrivals() {
         (0..4).all(|d| m.control(&format!("disk{d}/state")) == "standby")
     });
     f.read_exact_at(&mut buf, 3 * 64 * 1024).unwrap();
+    // A write reaches BACKING as it reaches the array.
+    fs::write(m.mount.join("w"), b"written").unwrap();
+    assert_eq!(fs::read(m.backing.join("w")).unwrap(), b"written");
     let per_disk: u64 = (0..4)
         .map(|d| {
             m.control(&format!("disk{d}/cycles"))
@@ -179,7 +119,7 @@ fn each_request_takes_what_the_simulator_gives_for_the_same_arrivals() {
             "request {i}"
         );
     }
-    let last = served.last().unwrap();
+    let last = served.iter().rfind(|s| !s.write).unwrap();
     let spun_up = (model.spin_up_s * 1e9).round() as u64;
     assert!(last.done_ns - last.arrived_ns >= spun_up, "{last:?}");
     assert_eq!(log.run.spin_cycles.iter().sum::<u64>(), per_disk);
@@ -205,7 +145,7 @@ fn the_array_s_energy_is_its_disks_and_a_lookup_reads_the_file_s_metadata() {
         journal_bytes: 0,
         metadata_cache_bytes: 64 * MIB,
     };
-    let m = Mounted::new(
+    let m = mounted(
         "meta",
         array_config(&model, Some(fs_model)),
         Spec::Raid0,

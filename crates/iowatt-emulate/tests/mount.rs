@@ -4,28 +4,17 @@
 
 use std::fs;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use iowatt_emulate::{Discipline, Emulation, Options, Record, Served, Vibration};
-use iowatt_metrics::Handle;
+use iowatt_emulate::{Discipline, Options, Served, Vibration};
 use iowatt_sim::disk::{DiskModel, State};
 use iowatt_sim::Streams;
 
-fn shipped(name: &str) -> DiskModel {
-    let text = include_str!("../../../python/iowatt/sim/disks.toml");
-    let mut all: std::collections::HashMap<String, DiskModel> =
-        toml::from_str(text).expect("the shipped models parse");
-    all.remove(name).expect("a shipped model")
-}
+mod common;
 
-struct Mounted {
-    handle: Handle<Emulation>,
-    root: PathBuf,
-    backing: PathBuf,
-    mount: PathBuf,
-}
+use common::{shipped, Mounted};
 
 impl Mounted {
     fn new(tag: &str, model: DiskModel, spin_down: Option<Duration>) -> Self {
@@ -48,72 +37,19 @@ impl Mounted {
         vibration: Option<Vibration>,
         discipline: Discipline,
     ) -> Self {
-        let root =
-            std::env::temp_dir().join(format!("iowatt-emulate-{tag}-{}", std::process::id()));
-        let (backing, mount) = (root.join("backing"), root.join("mount"));
-        fs::create_dir_all(&backing).unwrap();
-        fs::create_dir_all(&mount).unwrap();
-        let handle = Handle::new(Emulation {
-            options: Options {
-                backing: backing.clone(),
-                mount: mount.clone(),
-                model,
-                spin_down,
-                seed: 3,
-                page_cache: false,
-                discipline,
-                vibration,
-                array: None,
-            },
-        });
-        assert!(handle.start());
-        let m = Mounted {
-            handle,
-            root,
+        let (root, backing, mount) = Mounted::dirs(tag);
+        let options = Options {
             backing,
             mount,
+            model,
+            spin_down,
+            seed: 3,
+            page_cache: false,
+            discipline,
+            vibration,
+            array: None,
         };
-        m.until("the mount is ready", |m| {
-            m.handle.progress().counters().is_some()
-        });
-        m
-    }
-
-    /// Waits for `ready` (a state the disk reports), failing after 30 s.
-    fn until(&self, what: &str, ready: impl Fn(&Self) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !ready(self) {
-            assert!(
-                !self.handle.wait(Duration::ZERO),
-                "the disk ended before {what}"
-            );
-            assert!(Instant::now() < deadline, "no {what} within 30 s");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn control(&self, name: &str) -> String {
-        fs::read_to_string(self.mount.join(".iowatt").join(name)).expect("a counter file")
-    }
-
-    fn stop(self) -> Record {
-        self.handle.cancel();
-        assert!(
-            self.handle.wait(Duration::from_secs(30)),
-            "unmounted in time"
-        );
-        let record = self
-            .handle
-            .with_outcome(|o| o.clone())
-            .unwrap()
-            .expect("ran");
-        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
-        assert!(
-            !mounts.contains(self.mount.to_str().unwrap()),
-            "nothing left mounted"
-        );
-        fs::remove_dir_all(&self.root).unwrap();
-        record
+        Mounted::start(root, options)
     }
 }
 

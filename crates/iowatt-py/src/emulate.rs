@@ -285,6 +285,19 @@ fn array_dict<'py>(
 /// A column of the served requests: its name and how each request gives its value.
 type Column<R, T> = (&'static str, fn(&R) -> T);
 
+/// Each column of `rows` into `into` as a buffer under its name.
+fn set_columns<R, T: crate::columns::Column>(
+    into: &Bound<'_, PyDict>,
+    rows: &[R],
+    columns: &[Column<R, T>],
+) -> PyResult<()> {
+    for (name, f) in columns {
+        let values: Vec<T> = rows.iter().map(f).collect();
+        into.set_item(name, column_bytes(into.py(), &values)?)?;
+    }
+    Ok(())
+}
+
 /// The mount's zero on CLOCK_MONOTONIC, every request as column buffers (times in ns from
 /// it; charges in s), the state changes, the stimuli set and the counters at the end.
 fn result_dict<'py>(
@@ -315,12 +328,7 @@ fn result_dict<'py>(
         ("failed", |x| u64::from(x.failed)),
         ("stream", |x| u64::from(x.stream)),
     ];
-    for (name, f) in ints {
-        c.set_item(
-            name,
-            column_bytes(py, &s.iter().map(f).collect::<Vec<_>>())?,
-        )?;
-    }
+    set_columns(&c, s, &ints)?;
     let floats: [Column<Served, f64>; 5] = [
         ("overhead_s", |x| x.charge.overhead_s),
         ("seek_s", |x| x.charge.seek_s),
@@ -328,12 +336,7 @@ fn result_dict<'py>(
         ("transfer_s", |x| x.charge.transfer_s),
         ("slowdown_s", |x| x.charge.slowdown_s),
     ];
-    for (name, f) in floats {
-        c.set_item(
-            name,
-            column_bytes(py, &s.iter().map(f).collect::<Vec<_>>())?,
-        )?;
-    }
+    set_columns(&c, s, &floats)?;
     d.set_item("columns", c)?;
     let changes: Vec<(u64, &str)> = r
         .changes
@@ -382,12 +385,7 @@ fn array_result(
         ("drained", |x| u64::from(x.drained)),
         ("stream", |x| u64::from(x.stream)),
     ];
-    for (name, f) in ints {
-        c.set_item(
-            name,
-            column_bytes(py, &s.iter().map(f).collect::<Vec<_>>())?,
-        )?;
-    }
+    set_columns(&c, s, &ints)?;
     d.set_item("columns", c)?;
     let changes: Vec<(u64, usize, &str)> = log
         .changes

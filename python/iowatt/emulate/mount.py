@@ -453,6 +453,13 @@ def _write(
         },
         clock_anchor=anchor,
     )
+    return _publish(writer, config, sink)
+
+
+def _publish(writer: RunWriter, config: MountConfig, sink: WarningSink) -> Path:
+    """Commits the run, with its report unless --no-report."""
+    from iowatt.store.catalog import publish
+
     run_dir = publish(writer, sink)
     if config.report:
         from iowatt.report import write_report
@@ -472,7 +479,6 @@ def _write_array(
     sink: WarningSink,
 ) -> Path:
     from iowatt.emulate import array_record
-    from iowatt.store.catalog import publish
 
     assert config.array is not None
     params = settings["array"]
@@ -494,9 +500,4 @@ def _write_array(
         summary={"array": summary, "model": dict(model)},
         clock_anchor=anchor,
     )
-    run_dir = publish(writer, sink)
-    if config.report:
-        from iowatt.report import write_report
-
-        write_report([run_dir], run_dir / "report.html")
-    return run_dir
+    return _publish(writer, config, sink)
