@@ -20,15 +20,16 @@ or `nginx missing` and every ratio names the missing peer.
    such a line becomes a 200 of the file's size (the simulator would leave it out); a line for
    the generator's slow endpoint (`/slow`) is dropped (nginx answers it without the disk; the
    simulator would lay out a file for it).
-2. Per personality (raid0, lru, paraid): `iowatt emulate mount BACKING MOUNT --array P
-   --disks 4 --seed 1` (direct I/O: no page cache above the array), nginx on 127.0.0.1
-   serving MOUNT (tests/support/nginx.py, one worker: sendfile and open_file_cache off, reads
-   of 32 KiB, its output buffers), and `iowatt replay LOG --speedup 8 --warmup 6h --cooldown
-   2h --power emulated:path=MOUNT`; the three personalities run at once, each on its own
-   mount and nginx (`--serial`: one after another, the order reversed every other repeat).
-   Then `iowatt sim raid REPLAY-RUN --personalities P --cache 0 --tree MANIFEST
-   --arrival-jitter none` with the same disk model, --params and seed (the replay's speed-up
-   is its own; it sends a second's requests at the second's start, so no jitter).
+2. Per personality (raid0, lru, paraid): `iowatt emulate mount BACKING MOUNT --array P --disks 4
+   --seed 1` (direct I/O: no page cache above the array), nginx on 127.0.0.1 serving MOUNT
+   (tests/support/nginx.py with `--nginx-workers` workers, 16: sendfile and open_file_cache off,
+   reads of 32 KiB, its output buffers; its reads block, so with one worker a spin-up holds
+   every connection behind it), and `iowatt replay LOG --speedup 8 --warmup 6h --cooldown 2h
+   --power emulated:path=MOUNT`; the three personalities run at once, each on its own mount and
+   nginx (`--serial`: one after another, the order reversed every other repeat). Then `iowatt
+   sim raid REPLAY-RUN --personalities P --cache 0 --tree MANIFEST --arrival-jitter none` with
+   the same disk model, --params and seed (the replay's speed-up is its own; it sends a second's
+   requests at the second's start, so no jitter).
 3. With `--cache SIZE` the cached pair instead: each nginx in a memory cgroup capped at SIZE
    over what it holds once moved in (pages charged before the move stay outside), the mount
    with --page-cache, against `sim raid --cache SIZE`.
@@ -204,6 +205,11 @@ class Setup:
     params: Path | None = None
     seed: int = 1
     disks: int = 4
+    timeout: str = "30s"  # a client's, both sides (the replay's and sim raid's --timeout)
+    # nginx reads files with blocking read(2): one worker waits out a disk's spin-up with every
+    # connection queued behind it, which the simulator's array does not. Enough workers that
+    # the array, not nginx, queues (the study's Apache had a process per connection).
+    nginx_workers: int = 16
 
     def model_args(self) -> list[str]:
         """The options both sides take alike."""
@@ -298,10 +304,18 @@ def cap(group: Path, pids: list[int], cache_bytes: int) -> None:
     (group / ("memory.limit_in_bytes" if v1 else "memory.max")).write_text(str(cache_bytes + held))
 
 
-def nginx_pids(workdir: Path) -> list[int]:
+def nginx_pids(workdir: Path, workers: int) -> list[int]:
+    """nginx's master and its ``workers`` workers, once all are forked."""
     master = int((workdir / "nginx.pid").read_text())
-    children = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True)
-    return [master, *(int(p) for p in children.stdout.split())]
+    deadline = time.monotonic() + READY_S
+    while True:
+        found = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True)
+        children = [int(p) for p in found.stdout.split()]
+        if len(children) >= workers:
+            return [master, *children]
+        if time.monotonic() > deadline:
+            raise BenchError(f"nginx started {len(children)} of its {workers} workers")
+        time.sleep(0.02)
 
 
 def replay_and_simulate(personality: str, day: Day, work: Path, setup: Setup) -> Pair:
@@ -319,14 +333,15 @@ def replay_and_simulate(personality: str, day: Day, work: Path, setup: Setup) ->
     with (
         memory_cgroup(name, setup.cache_bytes) as group,
         mounted(day.backing, mount, emu, *args) as emulated,
-        nginx(mount, root / "nginx") as url,
+        nginx(mount, root / "nginx", workers=setup.nginx_workers) as url,
     ):
         if group is not None:
-            cap(group, nginx_pids(root / "nginx"), setup.cache_bytes)
+            cap(group, nginx_pids(root / "nginx", setup.nginx_workers), setup.cache_bytes)
         start = time.perf_counter()
         out = run([iowatt_cli(), "replay", str(day.log), "--target", url, "--speedup",
                    f"{setup.speedup:g}", "--warmup", setup.warmup, "--cooldown",
-                   setup.cooldown, "--power", f"emulated:path={mount}", "--results",
+                   setup.cooldown, "--timeout", setup.timeout, "--power",
+                   f"emulated:path={mount}", "--results",
                    str(rep), "--no-report", "-q", "--json", *labels])  # fmt: skip
         wall = time.perf_counter() - start
     summary = json.loads(out)
@@ -335,7 +350,8 @@ def replay_and_simulate(personality: str, day: Day, work: Path, setup: Setup) ->
     for layout, tree in (("tree", ["--tree", str(day.tree)]), ("log", [])):
         results = sim / layout
         run([iowatt_cli(), "sim", "raid", str(replay), *tree, "--personalities", personality,
-             *setup.model_args(), "--cache", setup.cache, "--arrival-jitter", "none",
+             *setup.model_args(), "--cache", setup.cache, "--timeout", setup.timeout,
+             "--arrival-jitter", "none",
              "--results", str(results), "--no-report", "-q", *labels,
              "--label", f"layout={layout}"])  # fmt: skip
         sims += [p.parent for p in results.glob("*/manifest.json")]
@@ -580,11 +596,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--speedup", type=float, default=8.0)
     ap.add_argument("--warmup", default="6h", help="log time left out at the start [6h]")
     ap.add_argument("--cooldown", default="2h", help="log time left out at the end [2h]")
+    ap.add_argument("--timeout", default="30s", help="a client's timeout, both sides [30s]")
     ap.add_argument("--cache", default="0", help="0: direct I/O; SIZE: the cached pair [0]")
     ap.add_argument("--personalities", default=",".join(PERSONALITIES))
     ap.add_argument("--disk-model", default="ultrastar-36z15")
     ap.add_argument("--disk-models", type=Path)
     ap.add_argument("--params", type=Path, help="raid.toml overrides, both sides")
+    ap.add_argument("--nginx-workers", type=int, default=16, help="nginx's worker processes [16]")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--serial", action="store_true", help="one personality at a time")
     ap.add_argument("--dir", type=Path, default=Path("/dev/shm"), help="where BACKING goes")
@@ -597,13 +615,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown or not personalities:
         fail(f"--personalities `{args.personalities}` names no personality or an unknown one",
              f"any of {', '.join(PERSONALITIES)}")  # fmt: skip
+    if not 1 <= args.nginx_workers <= 256:
+        fail(f"--nginx-workers `{args.nginx_workers}` is outside 1..256", "e.g. --nginx-workers 16")
     if not 0 < args.scale <= 1:
         fail(f"--scale `{args.scale:g}` is outside 0 < X ≤ 1", "e.g. --scale 0.1")
     cache_bytes = check_cache(args.cache)
     start_s = parse_duration(args.start, "--from")
     span_s = None if args.span is None else parse_duration(args.span, "--span")
     setup = Setup(args.speedup, args.warmup, args.cooldown, args.cache, cache_bytes,
-                  args.disk_model, args.disk_models, args.params)  # fmt: skip
+                  args.disk_model, args.disk_models, args.params,
+                  nginx_workers=args.nginx_workers, timeout=args.timeout)  # fmt: skip
     goals = {"energy": "0.95–1.05", "cycles": "0.9–1.1", "ks": "none (printed)"}
     missing = missing_peer()
     if missing is not None:
@@ -618,7 +639,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"nginx in a memory cgroup of {args.cache} + what it holds at start, --page-cache, against "
         f"--cache {args.cache}")  # fmt: skip
     print(f"study-web at --scale {args.scale:g}, {span} of log time, {args.speedup:g}×, warm-up "
-          f"{args.warmup}, cool-down {args.cooldown}; {setup.disks} × {args.disk_model}; "
+          f"{args.warmup}, cool-down {args.cooldown}; {setup.disks} × {args.disk_model}; nginx "
+          f"{args.nginx_workers} worker{'s' * (args.nginx_workers != 1)}; "
           f"{pair_text}")  # fmt: skip
     keep = args.keep
     everything: list[dict[str, Any]] = []
