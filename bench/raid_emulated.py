@@ -53,6 +53,11 @@ request it serves, the replay's due time of that request):
   No goal: the replay's side includes nginx, FUSE and the emulator's timer (bench/README.md,
   "Emulated disk": ~0.15 ms a request).
 
+Each row is printed twice: the simulation laid out by the tree manifest (the comparison the
+ratio lines give) and the same simulation without --tree, laid out in the log's order of first
+request, as the mount allocates its files (bench/README.md says what each difference comes
+from).
+
 The machine's load average before and after and the CPU the rest of the machine used while the
 replays ran are printed beside the wall times; `--reps` repeats the whole comparison.
 """
@@ -274,8 +279,8 @@ def mounted(backing: Path, mount: Path, results: Path, *args: str) -> Iterator[d
 
 @contextmanager
 def memory_cgroup(name: str, limit: int) -> Iterator[Path | None]:
-    """A memory cgroup (v1 or v2, as iowatt's --memory makes one) capped at ``limit`` bytes;
-    yields its directory (None for ``limit`` 0: no cgroup)."""
+    """A memory cgroup (v1 or v2, as iowatt's --memory makes one) for a page cache of ``limit``
+    bytes (:func:`cap` sets its limit); yields its directory, or None for 0 (direct I/O)."""
     if limit == 0:
         yield None
         return
