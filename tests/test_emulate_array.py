@@ -193,3 +193,21 @@ def test_a_killed_array_is_unmounted_by_its_guardian_and_its_counters_reported(
     r = iowatt(capsys, "report", run, "-o", run / "again.html")
     assert r.code == 0, r.err
     assert "died before it unmounted" in (run / "again.html").read_text()
+
+
+def test_the_walk_numbers_directories_by_name_and_counts_each_file_once(tmp_path: Path) -> None:
+    from iowatt.emulate.array import walk
+
+    for d in ("b", "a/z", "a", "empty"):
+        (tmp_path / d).mkdir(parents=True, exist_ok=True)
+    (tmp_path / "b" / "f").write_bytes(b"x" * 5000)  # two blocks
+    (tmp_path / "a" / "z" / "g").write_bytes(b"y")  # one
+    (tmp_path / "a" / "g2").write_bytes(b"")  # none
+    os.link(tmp_path / "b" / "f", tmp_path / "a" / "same")  # counted once
+    (tmp_path / "top").write_bytes(b"t" * 4096)  # one
+    os.symlink("top", tmp_path / "b" / "link")  # not a file's data
+    used, dirs = walk(tmp_path)
+    assert used == 4 * 4096
+    # As the simulator numbers a tree's directories: "/", "/a", "/a/z", "/b" (no "/empty").
+    names = ["", "a", "a/z", "b"]
+    assert dirs == [os.lstat(tmp_path / n).st_ino for n in names]

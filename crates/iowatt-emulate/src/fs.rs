@@ -270,10 +270,12 @@ impl<D: Device> EmulatedFs<D> {
         if !m.is_file() {
             return None;
         }
+        // Directories are known by their backing inode, as the layout was given them.
+        let dir = parent.and_then(|p| self.path(p).ok()?.symlink_metadata().ok());
         let data_at = self.place.first_byte(m.ino(), m.size());
         let mut l = lock(layout);
         let inode_at = l.inode(m.ino(), data_at);
-        let dir_at = parent.map_or(u64::MAX, |p| l.dir(p.0, data_at));
+        let dir_at = dir.map_or(u64::MAX, |d| l.dir(d.ino(), data_at));
         Some((dir_at, inode_at, data_at))
     }
 

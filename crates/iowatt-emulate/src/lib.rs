@@ -63,6 +63,8 @@ pub struct ArrayOptions {
     pub personality: String,
     pub used: u64,
     pub layout: LayoutConfig,
+    /// The directories holding files at mount (backing inodes), in their paths' name order.
+    pub dirs: Vec<u64>,
 }
 
 /// What to emulate, where.
@@ -262,7 +264,7 @@ impl Work for Emulation {
         let array = Arc::new(ArrayDrive::new(engine, o.model.clone(), &a.personality));
         let capacity = o.model.capacity_bytes() * a.config.disks as u64;
         let place = Placement::allocation_order(capacity, 4096);
-        let layout = metadata.then(|| meta::Layout::new(a.layout));
+        let layout = metadata.then(|| meta::Layout::new(a.layout, &a.dirs));
         let (timer, stop) = (array.clone(), array.clone());
         let lazy_unmount = serve(
             o,

@@ -2,9 +2,11 @@
 //! a tree's out by (python/iowatt/sim/fs_layout.py): block groups of `group_bytes`, each
 //! starting with four header blocks and its inode table, then its directories' blocks. A
 //! file's inode is in the group of its data's first byte, numbered in the order files are
-//! first seen there; a directory's block is in the group of the first file seen in it. The
-//! simulator numbers in the manifest's order, the mount in the order a workload meets them.
-//! Only a file's own directory is charged, as the simulator charges it.
+//! first seen there (the simulator numbers them in its layout's order, which for the mount is
+//! the order files are met); a directory's block is in the group of the first file seen in
+//! it, numbered as the simulator numbers directories, by their paths' name order (those made
+//! after the mount after them). Only a file's own directory is charged, as the simulator
+//! charges it.
 
 use std::collections::HashMap;
 
@@ -20,6 +22,8 @@ pub struct LayoutConfig {
 
 pub struct Layout {
     config: LayoutConfig,
+    /// Each directory's number (by its backing inode), in name order.
+    rank: HashMap<u64, u64>,
     /// Files and directories seen in each group so far.
     files_in: HashMap<u64, u64>,
     dirs_in: HashMap<u64, u64>,
@@ -28,8 +32,15 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn new(config: LayoutConfig) -> Self {
+    /// The layout of `config`, with `dirs` (backing inodes) the directories holding files,
+    /// in their paths' name order.
+    pub fn new(config: LayoutConfig, dirs: &[u64]) -> Self {
         Layout {
+            rank: dirs
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| (d, i as u64))
+                .collect(),
             config: LayoutConfig {
                 group_bytes: config.group_bytes.max(BLOCK * 64),
                 inodes_per_group: config.inodes_per_group.max(1),
@@ -55,19 +66,24 @@ impl Layout {
         })
     }
 
-    /// The block of directory `dir`, whose first file seen has its data at `data_at`.
+    /// The block of directory `dir` (its backing inode), whose first file seen has its data
+    /// at `data_at`.
     pub fn dir(&mut self, dir: u64, data_at: u64) -> u64 {
         let c = self.config;
         let group = data_at / c.group_bytes;
+        let ranked = self.rank.len() as u64;
+        let rank = self.rank.get(&dir).copied();
         *self.dirs.entry(dir).or_insert_with(|| {
-            let n = self.dirs_in.entry(group).or_default();
+            let index = rank.unwrap_or_else(|| {
+                let n = self.dirs_in.entry(group).or_default();
+                *n += 1;
+                ranked + *n - 1
+            });
             let table_blocks = (c.inodes_per_group * c.inode_bytes).div_ceil(BLOCK);
             let room = (c.group_bytes / BLOCK)
                 .saturating_sub(HEADER_BLOCKS + table_blocks)
                 .max(1);
-            let index = *n % room;
-            *n += 1;
-            group * c.group_bytes + (HEADER_BLOCKS + table_blocks + index) * BLOCK
+            group * c.group_bytes + (HEADER_BLOCKS + table_blocks + index % room) * BLOCK
         })
     }
 }
@@ -78,11 +94,12 @@ mod tests {
 
     #[test]
     fn inodes_and_directories_are_numbered_in_their_group_as_first_seen() {
-        let mut l = Layout::new(LayoutConfig {
+        let config = LayoutConfig {
             group_bytes: 128 << 20,
             inodes_per_group: 8192,
             inode_bytes: 128,
-        });
+        };
+        let mut l = Layout::new(config, &[]);
         let g1 = 128 << 20;
         // The first file of group 0: the first inode block, after the four header blocks; its
         // directory's block after the inode table's 256 blocks.
@@ -99,5 +116,11 @@ mod tests {
         // Seen again: the same blocks, wherever met.
         assert_eq!(l.inode(10, g1), 4 * 4096);
         assert_eq!(l.dir(1, g1), 260 * 4096);
+        // Directories known at the mount are numbered in the order given (their names'),
+        // whenever met; one made later after them.
+        let mut l = Layout::new(config, &[7, 5, 9]);
+        assert_eq!(l.dir(9, 0), (260 + 2) * 4096);
+        assert_eq!(l.dir(7, 0), 260 * 4096);
+        assert_eq!(l.dir(40, 0), (260 + 3) * 4096);
     }
 }

@@ -60,6 +60,7 @@ fn mounted(tag: &str, config: ArrayConfig, spec: Spec, files: &[(&str, u64)]) ->
                 inodes_per_group: 8192,
                 inode_bytes: 128,
             },
+            dirs: Vec::new(),
             config,
             spec,
         }),

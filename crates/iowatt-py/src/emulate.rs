@@ -178,6 +178,9 @@ struct Layout {
     group_bytes: u64,
     inodes_per_group: u64,
     inode_bytes: u64,
+    /// The directories holding files (backing inodes), in their paths' name order.
+    #[serde(default)]
+    dirs: Vec<u64>,
 }
 
 const ARRAY_HINT: &str = "the array is built as `iowatt sim raid` builds it, from the same \
@@ -203,6 +206,7 @@ fn array_options(json: &str, seed: u64) -> Result<ArrayOptions, String> {
             inodes_per_group: r.layout.inodes_per_group,
             inode_bytes: r.layout.inode_bytes,
         },
+        dirs: r.layout.dirs,
         config: r.array,
         spec: r.spec,
     })

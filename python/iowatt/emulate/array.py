@@ -51,7 +51,7 @@ def plan(
                 f"--disks {setup.disks} is not PARAID's top gear ({top} disks)",
                 f"give --disks {top}, or set paraid.gears in --params",
             )
-    used = used_bytes(backing)
+    used, dirs = walk(backing)
     fs = params["fs"]
     return {
         "array": array_settings(model_name, model, setup.disks, params, 0, used),
@@ -61,22 +61,32 @@ def plan(
             "group_bytes": round(fs["group_mb"] * 2**20),
             "inodes_per_group": int(fs["inodes_per_group"]),
             "inode_bytes": int(fs["inode_bytes"]),
+            "dirs": dirs,
         },
     }
 
 
-def used_bytes(backing: Path) -> int:
+def walk(backing: Path) -> tuple[int, list[int]]:
     """The bytes BACKING's files take on the array, each rounded up to a block and a hard
-    link counted once: where the mount lays them out from the array's start."""
+    link counted once (where the mount lays them out from the array's start); and the
+    directories holding files, by inode number, in the order of their paths' names — the
+    order the simulator numbers a tree's directory blocks in (iowatt.sim.fs_layout)."""
     total, seen = 0, set()
+    dirs: list[tuple[str, int]] = []
     for root, _, files in os.walk(backing):
+        holds = False
         for name in files:
             try:
                 st = os.lstat(os.path.join(root, name))
             except OSError:
                 continue  # gone while walked
-            if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
+            if not stat.S_ISREG(st.st_mode):
                 continue
-            seen.add((st.st_dev, st.st_ino))
-            total += -(-st.st_size // BLOCK) * BLOCK
-    return total
+            holds = True
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += -(-st.st_size // BLOCK) * BLOCK
+        if holds:
+            rel = os.path.relpath(root, backing)
+            dirs.append(("/" if rel == "." else "/" + rel, os.lstat(root).st_ino))
+    return total, [ino for _, ino in sorted(dirs)]
