@@ -183,3 +183,18 @@ def test_cfq_gives_each_reader_its_slice_and_counts_it_in_streams_json(
     # 30 reads of a few ms each take about two slices per reader, not 60 turns.
     assert switches <= 8, order
     assert manifest(run)["config"]["slice_s"] == 0.1
+
+
+def test_with_the_page_cache_a_file_read_again_after_reopening_does_not_reach_the_disk(
+    dirs: tuple[Path, Path, Path],
+) -> None:
+    backing, mount, results = dirs
+    (backing / "f").write_bytes(os.urandom(200_000))
+    m = Mount(backing, mount, results, "--page-cache")
+    assert len((mount / "f").read_bytes()) == 200_000
+    first = json.loads(m.control("counters.json"))["read_ops"]
+    for _ in range(2):
+        # A web server opens the file afresh for each request: its pages are still cached.
+        assert len((mount / "f").read_bytes()) == 200_000
+    assert json.loads(m.control("counters.json"))["read_ops"] == first > 0
+    m.finish()

@@ -187,7 +187,9 @@ impl<D: Device> EmulatedFs<D> {
         if self.direct_io {
             FopenFlags::FOPEN_DIRECT_IO
         } else {
-            FopenFlags::empty()
+            // The pages a file had cached stay across its next open, as a local file
+            // system's do (a server reopening a file for each request reads them again).
+            FopenFlags::FOPEN_KEEP_CACHE
         }
     }
 
