@@ -214,3 +214,14 @@ def render_table(rows: list[list[str]], right: set[int]) -> list[str]:
 
 def tail(text: str, lines: int = 5) -> str:
     return " | ".join(text.strip().splitlines()[-lines:])
+
+
+def busy_jiffies() -> tuple[int, int] | None:
+    """(busy, all) CPU jiffies of the whole machine from /proc/stat, None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guests are in user)
+    return total - fields[3] - fields[4], total

@@ -49,22 +49,19 @@ import math
 import mmap
 import os
 import random
-import re
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
+from _emulated import mounted as emulated_mount
 from _smoke import alternate, fail, parse, ratio_line
 
 MODEL = "ultrastar-36z15"
@@ -117,43 +114,16 @@ def predict(m: dict[str, Any], nbytes: int) -> dict[str, float]:
     }
 
 
-@contextmanager
 def mounted(
     iowatt: str, backing: Path, mount: Path, results: Path, *args: str
-) -> Iterator[dict[str, Path]]:
-    """``iowatt emulate mount`` until the block ends; then the run directory it wrote is in
-    the yielded dict's ``run``."""
-    proc = subprocess.Popen(
-        [iowatt, "emulate", "mount", str(backing), str(mount), "--results", str(results),
-         "--no-report", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stderr is not None
-    err: list[str] = []
-    reader = threading.Thread(target=lambda: err.extend(proc.stderr or []), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + READY_S
-    while not any("mounted at" in line for line in err):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            reader.join(5)
-            fail(f"`iowatt emulate mount` did not mount: {''.join(err).strip()}",
-                 "run it by hand to see why (it needs root and /dev/fuse)")  # fmt: skip
-        time.sleep(0.02)
-    out: dict[str, Path] = {}
-    try:
-        yield out
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        stdout, _ = proc.communicate(timeout=120)
-        reader.join(5)
-        found = re.search(r"^run: (.+)$", stdout, re.MULTILINE)
-        if proc.returncode == 0 and found is not None:
-            out["run"] = Path(found.group(1))
-        else:
-            fail(f"`iowatt emulate mount` ended with {proc.returncode}: {''.join(err).strip()}",
-                 "run it by hand to see why")  # fmt: skip
+) -> AbstractContextManager[dict[str, Path]]:
+    """``iowatt emulate mount`` until the block ends (bench/_emulated.py)."""
+
+    def failed(message: str) -> NoReturn:
+        fail(message, "run it by hand to see why (it needs root and /dev/fuse)")
+        raise AssertionError("fail() exits")
+
+    return emulated_mount(iowatt, backing, mount, results, *args, failed=failed, ready_s=READY_S)
 
 
 def read_random(path: Path, offsets: list[int], depth: int) -> tuple[np.ndarray, float]:

@@ -69,24 +69,24 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _smoke import alternate, fail, fmt, parse, ratio_line, render_table
+from _emulated import mounted as emulated_mount
+from _smoke import alternate, busy_jiffies, fail, fmt, parse, ratio_line, render_table
 
 PERSONALITIES = ("raid0", "lru", "paraid")
 READY_S = 120.0  # deadline for a mount to say it is mounted (it walks BACKING first)
@@ -244,37 +244,16 @@ class Pair:
     replay_summary: dict[str, Any] = field(default_factory=dict)
 
 
-@contextmanager
-def mounted(backing: Path, mount: Path, results: Path, *args: str) -> Iterator[dict[str, Path]]:
-    """``iowatt emulate mount`` until the block ends (SIGTERM); then its run is in the yielded
-    dict's ``run``."""
-    proc = subprocess.Popen(
-        [iowatt_cli(), "emulate", "mount", str(backing), str(mount), "--results", str(results),
-         "--no-report", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    err: list[str] = []
-    reader = threading.Thread(target=lambda: err.extend(proc.stderr or []), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + READY_S
-    while not any("mounted at" in line for line in err):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            reader.join(5)
-            raise BenchError(f"`iowatt emulate mount` did not mount: {''.join(err).strip()}")
-        time.sleep(0.02)
-    out: dict[str, Path] = {}
-    try:
-        yield out
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        stdout, _ = proc.communicate(timeout=300)
-        reader.join(5)
-        found = re.search(r"^run: (.+)$", stdout, re.MULTILINE)
-        if proc.returncode != 0 or found is None:
-            raise BenchError(f"`iowatt emulate mount` ended with {proc.returncode}: {''.join(err)}")
-        out["run"] = Path(found.group(1))
+def mounted(
+    backing: Path, mount: Path, results: Path, *args: str
+) -> AbstractContextManager[dict[str, Path]]:
+    """``iowatt emulate mount`` until the block ends (bench/_emulated.py)."""
+
+    def failed(message: str) -> NoReturn:
+        raise BenchError(message)
+
+    return emulated_mount(iowatt_cli(), backing, mount, results, *args, failed=failed,
+                          ready_s=READY_S)  # fmt: skip
 
 
 @contextmanager
@@ -522,17 +501,6 @@ def ratio_of(sim: float, emulated: float) -> float:
 
 
 # The machine's other load.
-
-
-def busy_jiffies() -> tuple[int, int] | None:
-    """(busy, all) CPU jiffies of the whole machine from /proc/stat."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    total = sum(fields[:8])
-    return total - fields[3] - fields[4], total
 
 
 def load_line() -> str:

@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from _smoke import alternate, parse, python_peer, ratio_line, render_table
+from _smoke import alternate, busy_jiffies, parse, python_peer, ratio_line, render_table
 from iowatt._engine import raid_simulate
 from iowatt.sim.disks import disk_model
 from iowatt.sim.model import load_overridden
@@ -286,17 +286,6 @@ def peak_rss_mib(folder: Path, n: int, seed: int) -> float:
     )  # fmt: skip
     assert int(proc.stdout) == 2 * len(PERSONALITIES) * n, proc.stdout
     return float(proc.stderr.strip().splitlines()[-1].split()[1]) / 1024
-
-
-def busy_jiffies() -> tuple[int, int] | None:
-    """(busy, all) CPU jiffies of the whole machine from /proc/stat, None where there is none."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guests are in user)
-    return total - fields[3] - fields[4], total
 
 
 def load_line() -> str:
