@@ -96,8 +96,18 @@ def mount_dirs(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
     backing.mkdir()
     mount.mkdir()
     yield backing, mount, results
+    # A test that failed before stopping its mount leaves neither the process nor the mount.
+    for m in [m for m in _RUNNING if m.mount == mount]:
+        if m.proc.poll() is None:
+            m.proc.kill()
+            m.proc.wait(timeout=30)
+        _RUNNING.remove(m)
     if mounted(mount):
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+# Mounts started and not yet stopped, for mount_dirs to take down after a failed test.
+_RUNNING: list[MountProcess] = []
 
 
 class MountProcess:
@@ -114,6 +124,7 @@ class MountProcess:
              *quiet, *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
+        _RUNNING.append(self)
         self.err, self.reader = stderr_lines(self.proc)
         wait_for(lambda: any("mounted at" in line for line in self.err), self.proc,
                  what="the mount")  # fmt: skip
@@ -126,6 +137,8 @@ class MountProcess:
         """Sends ``sig`` and waits: exit code, stdout, stderr."""
         self.proc.send_signal(sig)
         self.proc.wait(timeout=60)
+        if self in _RUNNING:
+            _RUNNING.remove(self)
         # stderr is the reader thread's alone: communicate() would take lines from it.
         assert self.proc.stdout is not None and self.proc.stderr is not None
         with self.proc.stdout:
