@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 T = TypeVar("T")
 
@@ -225,3 +231,45 @@ def busy_jiffies() -> tuple[int, int] | None:
         return None
     total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guests are in user)
     return total - fields[3] - fields[4], total
+
+
+@contextmanager
+def mounted(
+    iowatt: str,
+    backing: Path,
+    mount: Path,
+    results: Path,
+    *args: str,
+    failed: Callable[[str], NoReturn],
+    ready_s: float = 120.0,
+) -> Iterator[dict[str, Path]]:
+    """``iowatt emulate mount BACKING MOUNT ARGS`` until the block ends; then the run
+    directory it wrote is in the yielded dict's ``run``. A mount not ready within ``ready_s``
+    (an array walks BACKING first) or ending badly is handed to ``failed`` with what it said."""
+    proc = subprocess.Popen(
+        [iowatt, "emulate", "mount", str(backing), str(mount), "--results", str(results),
+         "--no-report", *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(proc.stderr or []), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + ready_s
+    while not any("mounted at" in line for line in err):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            reader.join(5)
+            failed(f"`iowatt emulate mount` did not mount: {''.join(err).strip()}")
+        time.sleep(0.02)
+    out: dict[str, Path] = {}
+    try:
+        yield out
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        stdout, _ = proc.communicate(timeout=300)
+        reader.join(5)
+        found = re.search(r"^run: (.+)$", stdout, re.MULTILINE)
+        if proc.returncode != 0 or found is None:
+            failed(f"`iowatt emulate mount` ended with {proc.returncode}: {''.join(err).strip()}")
+        out["run"] = Path(found.group(1))

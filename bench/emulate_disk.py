@@ -61,8 +61,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from _emulated import mounted as emulated_mount
 from _smoke import alternate, fail, parse, ratio_line
+from _smoke import mounted as emulated_mount
 
 MODEL = "ultrastar-36z15"
 BLOCK = 4096

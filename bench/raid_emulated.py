@@ -85,8 +85,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _emulated import mounted as emulated_mount
 from _smoke import alternate, busy_jiffies, fail, fmt, parse, ratio_line, render_table
+from _smoke import mounted as emulated_mount
 
 PERSONALITIES = ("raid0", "lru", "paraid")
 READY_S = 120.0  # deadline for a mount to say it is mounted (it walks BACKING first)
