@@ -289,6 +289,21 @@ def parse_list(text: str, option: str) -> list[str]:
     return list(out)
 
 
+MAX_SEED = 2**63 - 1
+
+
+def parse_seeds(seed: str, seeds: int | None) -> list[int]:
+    """The simulators' ``--seed LIST`` and ``--seeds N`` (that many seeds from the one
+    ``--seed``), as seeds."""
+    chosen = parse_int_list(seed, "--seed", 0, MAX_SEED)
+    if seeds is None:
+        return chosen
+    check_int(seeds, "--seeds", 1, 1000, "--seeds 5")
+    if len(chosen) != 1:
+        raise ConfigError("--seeds takes one --seed to count from", "e.g. --seed 1 --seeds 5")
+    return [chosen[0] + i for i in range(seeds)]
+
+
 def parse_int_list(text: str, option: str, lo: int, hi: int) -> list[int]:
     """:func:`parse_list` of whole numbers from ``lo`` to ``hi`` (seeds, counts)."""
     out = []

@@ -307,7 +307,8 @@ impl<A: Answer> Drive<A> {
             pending.reply.send();
             return;
         }
-        g.disk.push_from(pending.stream, pending, offset, bytes);
+        g.disk
+            .push_from(now, pending.stream, pending, offset, bytes);
         match g.disk.state() {
             State::Idle => self.start_next(&mut g, now),
             State::Standby => self.spin_up(&mut g, now),

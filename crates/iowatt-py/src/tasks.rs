@@ -16,10 +16,11 @@ pub fn tasks_simulate<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound
         .map_err(|TasksError::Invalid(m)| raise(py, "ConfigError", m, None))?;
     let d = PyDict::new(py);
     d.set_item("makespan_s", run.makespan_s)?;
-    d.set_item("jobs_per_h", run.jobs_per_h)?;
-    d.set_item("avg_w", run.avg_w)?;
-    d.set_item("wh_per_job", run.wh_per_job)?;
     d.set_item("energy_j", run.energy_j)?;
+    d.set_item("disk_j", run.disk_j)?;
+    d.set_item("disk_busy_s", run.disk_busy_s)?;
+    d.set_item("core_busy_s", run.core_busy_s)?;
+    d.set_item("requests", run.requests)?;
     d.set_item("tasks", run.tasks.len())?;
     Ok(d)
 }

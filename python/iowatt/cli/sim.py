@@ -84,7 +84,7 @@ _GRID_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]
     "tasks": (
         ("set", "disk", "per_core"),
         (
-            ("jobs_per_h", "jobs/h", ".1f"),
+            ("jobs_per_h", "jobs/h", ".2f"),
             ("wh_per_job", "Wh/job", ".3f"),
             ("avg_w", "avg W", ".1f"),
         ),
@@ -401,21 +401,37 @@ def raid(
 TASKS_HELP = """Predict how a node finishes a set of tasks, k per core, on a hard disk or an SSD.
 
 SET is a shipped set (io, cpu, mixed, io-then-cpu: the high-throughput computing study's, or a
-list of them) or a TOML file of task types and sets (every set of it is simulated). Prints per
-set, disk and k the makespan, jobs per hour, average watts and Wh per job; a k whose tasks would
-not fit in the node's memory is reported as out of memory. docs/sim-tasks.md gives the node
-model (--model overrides it) and each value's source.
+list of them) or a TOML file of task types and sets (every set of it is simulated). Each task
+draws its CPU time and input around its type's (--task-spread), seeded; the disk serves the
+tasks' reads request by request under the node's I/O scheduler. Prints per set, disk and k the
+makespan, jobs (set instances) and tasks per hour, average watts and Wh per job, each the mean
+over the seeds with its 95 % interval; a k whose tasks would not fit in the node's memory is
+reported as out of memory. docs/sim-tasks.md gives the node model (--model overrides it) and
+each value's source.
 """
 
 
 @sim.command(help=TASKS_HELP)
 @click.argument("set_ref", metavar="SET", required=False)
 @click.option("--per-core", default="1,2", show_default=True, help="Tasks per core (a list).")
-@click.option("--disk", default="hdd,ssd", show_default=True, help="hdd, ssd or both.")
+@click.option(
+    "--disk", default="hdd,ssd", show_default=True, help="The node's disks (node.toml) to use."
+)
 @click.option(
     "--nodes", type=int, default=1, show_default=True, help="Nodes fed by one batch queue."
 )
 @click.option("--model", type=click.Path(path_type=Path), help="TOML overriding node.toml.")
+@click.option("--disk-model", help="The hdd's disk model [node.toml: barracuda-es2].")
+@click.option("--disk-models", type=click.Path(path_type=Path), help="TOML adding disk models.")
+@click.option(
+    "--task-spread",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="Each task's CPU time and input: its type's × 1 ± this, drawn uniformly (0: identical).",
+)
+@click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
+@click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
 @click.option(
     "--validate",
     "validate_runs",
@@ -448,25 +464,46 @@ def tasks(
     from iowatt.sim.tasks import grid_rows, plan, run
 
     config = plan(set_ref, results=results_dir(results), labels=parse_labels(labels), **opts)
+    for note in config.notes:
+        click.echo(f"note: {note}", err=True)
     if grids:
         _grid("tasks", config, config.model, grid_rows, grids, cluster, labels, as_json)
         return
-    run_dir, rows = run(config)
+    with Bars(quiet=as_json, transient=True) as bars:
+        run_dir, rows = run(
+            config, lambda done, total: bars.bar("simulating", unit="runs").update(done, total)
+        )
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    head = ("set", "disk", "k", "makespan", "jobs/h", "avg W", "Wh/job")
-    click.echo("{:<12} {:<4} {:>2} {:>10} {:>8} {:>7} {:>7}".format(*head))
+    _print_tasks(rows)
+    click.echo(f"run {run_dir.name} written to {run_dir}")
+
+
+def _pm(value: float, ci: list[float] | None, fmt: str) -> str:
+    """A mean and the half-width of its interval: `12.3 ±0.4`."""
+    half = "" if ci is None else f" ±{(ci[1] - ci[0]) / 2:{fmt}}"
+    return f"{value:{fmt}}{half}"
+
+
+def _print_tasks(rows: list[dict[str, Any]]) -> None:
+    seeds = rows[0]["seeds"] if rows else 1
+    head = ("set", "disk", "k", "makespan", "jobs/h", "tasks/h", "avg W", "Wh/job", "disk")
+    click.echo("{:<12} {:<4} {:>2} {:>10} {:>14} {:>14} {:>7} {:>13} {:>5}".format(*head))
     for r in rows:
         if r["out_of_memory"]:
             click.echo(f"{r['set']:<12} {r['disk']:<4} {r['per_core']:>2}  out of memory")
             continue
         click.echo(
             f"{r['set']:<12} {r['disk']:<4} {r['per_core']:>2} "
-            f"{format_duration(r['makespan_s']):>10} {r['jobs_per_h']:>8.1f} "
-            f"{r['avg_w']:>7.1f} {r['wh_per_job']:>7.2f}"
+            f"{format_duration(r['makespan_s']):>10} "
+            f"{_pm(r['jobs_per_h'], r['jobs_per_h_ci95'], '.2f'):>14} "
+            f"{_pm(r['tasks_per_h'], r['tasks_per_h_ci95'], '.1f'):>14} "
+            f"{r['avg_w']:>7.1f} {_pm(r['wh_per_job'], r['wh_per_job_ci95'], '.2f'):>13} "
+            f"{r['disk_busy']:>5.0%}"
         )
-    click.echo(f"run {run_dir.name} written to {run_dir}")
+    interval = f"± the 95 % interval over {seeds} seeds; " if seeds > 1 else ""
+    click.echo(f"a job is one instance of the set; {interval}disk: the share of time it served")
 
 
 def _validate(refs: str, results: Path, save_model: Path | None, as_json: bool) -> None:

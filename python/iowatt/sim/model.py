@@ -43,7 +43,7 @@ def _same_type(base: Any, value: Any) -> bool:
     return isinstance(value, type(base))
 
 
-def _overlay(
+def overlay(
     base: dict[str, Any], extra: Mapping[str, Any], path: str, source: Path, option: str
 ) -> None:
     for key, value in extra.items():
@@ -60,7 +60,7 @@ def _overlay(
                     f"{option} `{source}`: `{where}` must be a table",
                     "the shipped file beside iowatt.sim shows the layout",
                 )
-            _overlay(base[key], value, where, source, option)
+            overlay(base[key], value, where, source, option)
         else:
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(
@@ -81,7 +81,7 @@ def load_overridden(name: str, path: Path | None, option: str) -> dict[str, Any]
     refused with their dotted path."""
     data = shipped(name)
     if path is not None:
-        _overlay(data, read_toml(path, option), "", path, option)
+        overlay(data, read_toml(path, option), "", path, option)
     return data
 
 

@@ -23,11 +23,10 @@ from iowatt.sim.disks import disk_model
 from iowatt.sim.model import load_overridden
 from iowatt.sim.requests import Requests, check_arrival_jitter, check_max_bad, load_requests
 from iowatt.trace.filters import Filters
-from iowatt.units import check_int, parse_duration, parse_int_list, parse_list, parse_size
+from iowatt.units import check_int, parse_duration, parse_list, parse_seeds, parse_size
 
 PERSONALITIES = ("raid0", "lru", "paraid")
 PARAMS = "raid.toml"
-MAX_SEED = 2**63 - 1
 
 
 @dataclass
@@ -209,10 +208,7 @@ def plan(
     timeout_s = parse_duration(timeout, "--timeout")
     if timeout_s <= 0:
         raise ConfigError(f"--timeout `{timeout}` must be above zero", "e.g. --timeout 30s")
-    seed_list = parse_int_list(seed, "--seed", 0, MAX_SEED)
-    if seeds is not None:
-        check_int(seeds, "--seeds", 1, 1000, "--seeds 5")
-        seed_list = [seed_list[0] + i for i in range(seeds)]
+    seed_list = parse_seeds(seed, seeds)
     check_arrival_jitter(arrival_jitter)
     check_max_bad(max_bad)
     model = disk_model(disk_model_name, disk_models)

@@ -19,11 +19,10 @@ from typing import Any
 from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.sim import curves, record
 from iowatt.sim.model import load_model, load_workloads
-from iowatt.units import check_int, parse_duration, parse_int_list, parse_list
+from iowatt.units import check_int, parse_duration, parse_list, parse_seeds
 
 POLICIES = ("DLB", "JETC", "App-Oracle", "FSTM", "FSTM-NoSSD")
 DEFAULT_WORKLOADS = "W1..W10"
-MAX_SEED = 2**63 - 1
 
 
 @dataclass
@@ -106,12 +105,7 @@ def plan(
                 f"--workloads `{name}` is not a workload set",
                 f"sets are {', '.join(sets)}; --jobs FILE adds yours",
             )
-    seed_list = parse_int_list(seed, "--seed", 0, MAX_SEED)
-    if seeds is not None:
-        check_int(seeds, "--seeds", 1, 1000, "--seeds 5")
-        if len(seed_list) != 1:
-            raise ConfigError("--seeds takes one --seed to count from", "e.g. --seed 1 --seeds 5")
-        seed_list = [seed_list[0] + i for i in range(seeds)]
+    seed_list = parse_seeds(seed, seeds)
     resolution_s = parse_duration(resolution, "--resolution")
     if resolution_s <= 0:
         raise ConfigError(f"--resolution `{resolution}` must be above zero", "e.g. 1s")

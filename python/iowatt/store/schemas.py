@@ -400,19 +400,29 @@ EMULATE_REQUEST_SCHEMA = pa.schema(
 VIEW_SCHEMAS["disk_requests"] = EMULATE_REQUEST_SCHEMA
 
 
-# A task-packing simulation (iowatt.sim.tasks): one row per set × disk × tasks per core.
+# A task-packing simulation (iowatt.sim.tasks): one row per set × disk × tasks per core × seed.
+# A job is one instance of the set (the study's unit); a task, one of its tasks.
 TASKS_SIM_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
         ("set", pa.string()),
         ("disk", pa.string()),
+        ("disk_model", pa.string()),
         ("per_core", pa.int64()),
         ("nodes", pa.int64()),
+        ("seed", pa.int64()),
         ("tasks", pa.int64()),
+        ("jobs", pa.float64()),
         ("makespan_s", pa.float64()),
+        ("tasks_per_h", pa.float64()),
         ("jobs_per_h", pa.float64()),
         ("avg_w", pa.float64()),
+        ("wh_per_task", pa.float64()),
         ("wh_per_job", pa.float64()),
+        # The data disk's mean draw, the share of time it served, and of the cores busy.
+        ("disk_w", pa.float64()),
+        ("disk_busy", pa.float64()),
+        ("cpu_busy", pa.float64()),
         ("out_of_memory", pa.string()),
     ]
 )

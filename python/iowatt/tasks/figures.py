@@ -23,12 +23,14 @@ IntArray = npt.NDArray[np.int64]
 
 
 def modelled_watts(
-    samples: Samples, node: Mapping[str, Any], disk: Mapping[str, Any]
+    samples: Samples, node: Mapping[str, Any], disk: tuple[float, float]
 ) -> FloatArray:
-    """Watts over each sample's interval: idle + per busy core + the disk while busy."""
+    """Watts over each sample's interval: the node's idle + per busy core, the disk's idle
+    and what it draws more while busy (``disk``: :func:`iowatt.sim.tasks.disk_watts`)."""
     busy = np.asarray(samples.cpu_busy, dtype=np.float64)
     util = np.asarray([u or 0.0 for u in samples.disk_util], dtype=np.float64)
-    return np.asarray(node["idle_w"] + node["core_w"] * busy + disk["active_w"] * util)
+    idle, active = disk
+    return np.asarray(node["idle_w"] + idle + node["core_w"] * busy + active * util)
 
 
 def interval_energy(

@@ -16,7 +16,7 @@ from iowatt.fleet.spec import ClusterSpec
 from iowatt.fleet.spec import parse as parse_cluster
 from iowatt.hostinfo import mem_bytes
 from iowatt.power.sources import SourceSpec, parse_source
-from iowatt.sim.model import load_overridden
+from iowatt.sim.tasks import load_node
 from iowatt.tasks import data
 from iowatt.tasks.data import Location
 from iowatt.tasks.taskset import TaskSet, load
@@ -163,7 +163,7 @@ def plan(
         drop_caches=drop_caches,
         power=sources,
         power_hz=power_hz,
-        power_model=load_overridden(NODE, power_model, "--power-model"),
+        power_model=load_node(power_model, [], "--power-model"),
         cluster=parse_cluster(cluster) if cluster else None,
         memory_cgroup=memory is not None,
         resume=resume,

@@ -385,7 +385,11 @@ def _segment(
         _, peak = interval_energy(ends, watts, mono0, start, end)
         source = f"measured: {head}"
     else:
-        disk = plan.power_model["disks"].get(spec.location.name, plan.power_model["disks"]["hdd"])
+        from iowatt.sim.disks import load_disks
+        from iowatt.sim.tasks import disk_watts
+
+        disks = plan.power_model["disks"]
+        disk = disk_watts(disks.get(spec.location.name, disks["hdd"]), load_disks())
         ends = np.asarray(samples.mono_ns, dtype=np.int64)
         watts = modelled_watts(samples, plan.power_model["node"], disk)
         energy, peak = interval_energy(ends, watts, mono0, start, end)

@@ -21,7 +21,9 @@ from iowatt.errors import ConfigError
 from iowatt.sim.tasks import batches, load_sets
 from iowatt.units import parse_list
 
-KEYS = ("cpu_s", "input_mb", "memory_gb", "command", "input")
+# request_kb and pattern say how the simulator's disk serves the reads; the runner reads
+# its input through as it comes.
+KEYS = ("cpu_s", "input_mb", "memory_gb", "command", "input", "request_kb", "pattern")
 MB = 1_000_000
 PLACEHOLDERS = ("input", "output", "cpu_s", "memory", "index")
 
@@ -78,7 +80,7 @@ def load(set_ref: str, rounds: int | None = None, scale: float = 1.0) -> list[Ta
     names = list(_own_sets(path) if is_file else parse_list(set_ref, "SET"))
     out = []
     for name in names:
-        batch_list = batches(name, sets, raw_types, rounds)
+        batch_list = batches(name, sets, raw_types, rounds).batches
         used = {t for b in batch_list for t in b}
         types = {
             t: _task_type(t, raw_types[t], scale, path.parent if is_file else None)

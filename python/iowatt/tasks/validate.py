@@ -23,10 +23,13 @@ from typing import Any
 import numpy as np
 
 from iowatt.errors import ConfigError
-from iowatt.sim.model import load_overridden
-from iowatt.sim.tasks import figures, simulate_batches
+from iowatt.sim.disks import load_disks
+from iowatt.sim.tasks import disk_watts, engine_disk, load_node, simulate_batches
 from iowatt.store.runs import read_manifest, read_summary
-from iowatt.tasks.plan import CHUNK, NODE
+from iowatt.tasks.plan import CHUNK
+
+# The fluid disk's slice, MB: CFQ's 100 ms at ≈ 80 MB/s [A].
+SLICE_MB = 8.0
 
 
 def select_runs(results: Path, refs: str) -> list[Path]:
@@ -68,13 +71,13 @@ def _load(run_dir: Path) -> dict[str, Any]:
 
 def calibrate(runs: list[dict[str, Any]], base: dict[str, Any] | None = None) -> dict[str, Any]:
     """A node model (node.toml's layout) fitted to the runs; see the module docstring."""
-    model = copy.deepcopy(base or load_overridden(NODE, None, "--model"))
+    model = copy.deepcopy(base or load_node(None, []))
     first = runs[0]["summary"]
     model["node"]["cores"] = int(runs[0]["manifest"]["config"]["cores"])
     if not first.get("smt", False):
         model["node"]["ht_gain"] = 0.0
     model["node"]["memory_gb"] = 1e6  # the runs ran: memory is not what is validated
-    slice_mb = model["disks"]["hdd"]["slice_mb"]
+    slice_mb = SLICE_MB
     for r in runs:
         probe, disk = r["summary"].get("probe"), r["summary"]["tasks"]["disk"]
         if probe is None:
@@ -85,7 +88,9 @@ def calibrate(runs: list[dict[str, Any]], base: dict[str, Any] | None = None) ->
             "seq_mb_s": x1,
             "switch_s": switch,
             "slice_mb": slice_mb,
-            "active_w": model["disks"].get(disk, model["disks"]["hdd"])["active_w"],
+            "active_w": disk_watts(model["disks"].get(disk, model["disks"]["hdd"]), load_disks())[
+                1
+            ],
         }
     model["chunk_mb"] = CHUNK / 1e6
     fit = _fit_power(runs)
@@ -93,7 +98,8 @@ def calibrate(runs: list[dict[str, Any]], base: dict[str, Any] | None = None) ->
         model["node"]["idle_w"], model["node"]["core_w"] = fit[0], fit[1]
         if fit[2] is not None:
             for d in model["disks"].values():
-                d["active_w"] = fit[2]
+                if "seq_mb_s" in d:
+                    d["active_w"] = fit[2]
     model["types"] = _cpu_times(runs)
     return model
 
@@ -146,7 +152,8 @@ def predict(run: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
     """The simulator's figures for one run as it was configured."""
     cfg = run["manifest"]["config"]
     disk = cfg["location"]["name"]
-    node = {**model["node"], "disk": model["disks"].get(disk, model["disks"]["hdd"])}
+    entry = model["disks"].get(disk, model["disks"]["hdd"])
+    node = {**model["node"], "disk": engine_disk(disk, entry, load_disks())}
     # Memory is not what is validated: the runs ran.
     types = {
         t: {"cpu_s": model["types"].get(t, c["cpu_s"]), "input_mb": c["input_mb"]}
@@ -157,7 +164,14 @@ def predict(run: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
         for n in sorted(set(cfg["batch"]))
     ]
     t = simulate_batches(node, types, batches, cfg["per_core"], 1, model["chunk_mb"])
-    return figures(t["makespan_s"], t["energy_j"], t["tasks"])
+    span = t["makespan_s"]
+    # The runner counts each task as a job.
+    return {
+        "makespan_s": span,
+        "jobs_per_h": t["tasks"] * 3600 / span,
+        "avg_w": t["energy_j"] / span,
+        "wh_per_job": t["energy_j"] / 3600 / t["tasks"],
+    }
 
 
 def validate(results: Path, refs: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -198,7 +212,10 @@ def model_toml(model: dict[str, Any]) -> str:
         for k, v in model["node"].items()
     ]
     for name, d in model["disks"].items():
-        lines += ["", f"[disks.{name}]", *(f"{k} = {float(v)!r}" for k, v in d.items())]
+        lines += ["", f"[disks.{name}]"]
+        lines += [
+            f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {float(v)!r}" for k, v in d.items()
+        ]
     lines += ["", "# measured CPU seconds per task type:"]
     lines += [f"#   {k} = {v:.3f}" for k, v in model["types"].items()]
     return "\n".join(lines) + "\n"

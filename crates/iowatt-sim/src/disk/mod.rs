@@ -8,7 +8,7 @@
 
 mod model;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use iowatt_metrics::Rng;
 
@@ -70,10 +70,56 @@ pub enum Discipline {
     /// By position, as a drive reorders its command queue: the nearest request at or beyond
     /// the head, else the lowest (one sweep up, then back to the start: C-LOOK).
     Elevator,
+    /// A drive's command queue (NCQ) in front of a scheduler that passes requests on in
+    /// arrival order (`none`): the first `depth` queued are reordered by position, as
+    /// [`Discipline::Elevator`]; the rest wait their turn. Depth 1 is [`Discipline::Fifo`].
+    Ncq { depth: usize },
     /// Linux's CFQ: one stream (a process) at a time for a slice, its requests in arrival
     /// order; when it has none queued the disk idles up to `idle_ns` for its next one
-    /// (`slice_idle`) before the slice goes to the stream of the oldest request.
+    /// (`slice_idle`) before the slice goes to the stream of the oldest request — unless the
+    /// stream is seeky or thinks longer than the window, when CFQ does not idle for it
+    /// ([`History`]).
     Cfq { slice_ns: u64, idle_ns: u64 },
+}
+
+/// What CFQ learns of one stream (block/cfq-iosched.c, Linux 2.6.33): its think time, from
+/// the end of its last request to the arrival of its next, as a mean decaying by 7/8 per
+/// request (`__cfq_update_io_thinktime`, gaps capped at twice the idle window), and whether
+/// more than 4 of its last 32 requests jumped over `SEEK_THRESHOLD` (`CFQQ_SEEKY`).
+#[derive(Debug, Clone, Copy, Default)]
+struct History {
+    samples: f64,
+    total_ns: f64,
+    last_done_ns: Option<u64>,
+    last_end: u64,
+    seeks: u32,
+}
+
+/// CFQQ_SEEK_THR: 800 sectors of 512 bytes.
+const SEEK_THRESHOLD: u64 = 800 * 512;
+
+impl History {
+    fn arrive(&mut self, now: u64, offset: u64, idle_ns: u64) {
+        if let Some(done) = self.last_done_ns {
+            let gap = now.saturating_sub(done).min(2 * idle_ns) as f64;
+            self.samples = (7.0 * self.samples + 256.0) / 8.0;
+            self.total_ns = (7.0 * self.total_ns + 256.0 * gap) / 8.0;
+            let jumped = offset.abs_diff(self.last_end) > SEEK_THRESHOLD;
+            self.seeks = (self.seeks << 1) | u32::from(jumped);
+        }
+    }
+
+    /// Whether CFQ idles for the stream's next request (`cfq_update_idle_window`): not when
+    /// it is seeky, nor when its think time, once known (`sample_valid`), exceeds the window.
+    fn idles(&self, idle_ns: u64) -> bool {
+        let seeky = self.seeks.count_ones() > 32 / 8;
+        let thinks_long = self.samples > 80.0 && self.think_ns() > idle_ns as f64;
+        !seeky && !thinks_long
+    }
+
+    fn think_ns(&self) -> f64 {
+        (self.total_ns + 128.0) / self.samples
+    }
 }
 
 /// The stream a CFQ slice belongs to, until when, and since when it has had nothing queued.
@@ -127,6 +173,8 @@ pub struct Disk<R> {
     slice: Option<Slice>,
     /// Idling for the slice's stream until then, with other requests queued (CFQ).
     waiting: Option<u64>,
+    histories: HashMap<u32, History>,
+    read_ahead: bool,
 }
 
 /// Seconds as whole ns.
@@ -149,7 +197,16 @@ impl<R> Disk<R> {
             discipline: Discipline::Fifo,
             slice: None,
             waiting: None,
+            histories: HashMap::new(),
+            read_ahead: false,
         }
+    }
+
+    /// The same disk with its read-ahead: a request that starts where the last one ended pays
+    /// no rotation, the drive having read on into its cache.
+    pub fn with_read_ahead(mut self) -> Self {
+        self.read_ahead = true;
+        self
     }
 
     /// The same disk picking its requests by `discipline`.
@@ -214,11 +271,15 @@ impl<R> Disk<R> {
     }
 
     pub fn push(&mut self, tag: R, offset: u64, bytes: u64) {
-        self.push_from(0, tag, offset, bytes);
+        self.push_from(0, 0, tag, offset, bytes);
     }
 
-    /// Queues a request of `stream`'s.
-    pub fn push_from(&mut self, stream: u32, tag: R, offset: u64, bytes: u64) {
+    /// Queues a request of `stream`'s, arriving at `now`.
+    pub fn push_from(&mut self, now: u64, stream: u32, tag: R, offset: u64, bytes: u64) {
+        if let Discipline::Cfq { idle_ns, .. } = self.discipline {
+            let history = self.histories.entry(stream).or_default();
+            history.arrive(now, offset, idle_ns);
+        }
         self.queue.push_back(Queued {
             tag,
             offset,
@@ -248,25 +309,20 @@ impl<R> Disk<R> {
         self.waiting = None;
         match self.discipline {
             Discipline::Fifo => (!self.queue.is_empty()).then_some(0),
-            Discipline::Elevator => {
-                let by_offset = |(_, q): &(usize, &Queued<R>)| q.offset;
-                let ahead = self
-                    .queue
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, q)| q.offset >= self.head)
-                    .min_by_key(by_offset);
-                ahead
-                    .or_else(|| self.queue.iter().enumerate().min_by_key(by_offset))
-                    .map(|(i, _)| i)
-            }
+            Discipline::Elevator => self.c_look(self.queue.len()),
+            Discipline::Ncq { depth } => self.c_look(depth.max(1)),
             Discipline::Cfq { slice_ns, idle_ns } => {
                 if let Some(slice) = self.slice.as_mut().filter(|s| now < s.until_ns) {
                     if let Some(i) = self.queue.iter().position(|q| q.stream == slice.stream) {
                         slice.idle_from = None;
                         return Some(i);
                     }
-                    let wait = (slice.idle_from.get_or_insert(now).saturating_add(idle_ns))
+                    let idles = self
+                        .histories
+                        .get(&slice.stream)
+                        .is_none_or(|h| h.idles(idle_ns));
+                    let window = if idles { idle_ns } else { 0 };
+                    let wait = (slice.idle_from.get_or_insert(now).saturating_add(window))
                         .min(slice.until_ns);
                     if now < wait {
                         self.waiting = (!self.queue.is_empty()).then_some(wait);
@@ -284,6 +340,19 @@ impl<R> Disk<R> {
         }
     }
 
+    /// Of the first `depth` queued, the nearest at or beyond the head, else the lowest (C-LOOK).
+    fn c_look(&self, depth: usize) -> Option<usize> {
+        let window = self.queue.iter().take(depth).enumerate();
+        let by_offset = |(_, q): &(usize, &Queued<R>)| q.offset;
+        let ahead = window
+            .clone()
+            .filter(|(_, q)| q.offset >= self.head)
+            .min_by_key(by_offset);
+        ahead
+            .or_else(|| window.min_by_key(by_offset))
+            .map(|(i, _)| i)
+    }
+
     /// Serves the next request from `now`: busy, the head moved past it, its rotational
     /// position drawn. At `speed` r below 1 (a disk slowed by vibration) its service S takes
     /// S / r, what that adds multiplied by `scale()` (a draw from a measured tail, mean 1; only
@@ -299,7 +368,12 @@ impl<R> Disk<R> {
             return (self.enter(now, State::Idle), None);
         };
         let span = self.enter(now, State::Busy);
-        let mut charge = model.charge(self.head, q.offset, q.bytes, self.rng.unit());
+        let rotation = if self.read_ahead && q.offset == self.head {
+            0.0
+        } else {
+            self.rng.unit()
+        };
+        let mut charge = model.charge(self.head, q.offset, q.bytes, rotation);
         if speed != 1.0 {
             charge.slowdown_s = (charge.model_s() / speed - charge.model_s()) * scale();
         }
@@ -311,6 +385,10 @@ impl<R> Disk<R> {
             charge,
             done_ns: self.since_ns + ns(charge.total_s()),
         };
+        if let Some(history) = self.histories.get_mut(&q.stream) {
+            history.last_done_ns = Some(started.done_ns);
+            history.last_end = self.head;
+        }
         (span, Some(started))
     }
 
@@ -432,7 +510,7 @@ mod tests {
         };
         let mut d: Disk<u32> = Disk::new(Rng::new(1)).with_discipline(cfq);
         for (tag, stream) in [(1, 7), (2, 9), (3, 7), (4, 9)] {
-            d.push_from(stream, tag, 4096 * u64::from(tag), 4096);
+            d.push_from(0, stream, tag, 4096 * u64::from(tag), 4096);
         }
         let served = |d: &mut Disk<u32>, now| {
             d.start_next(&m, now, 1.0, || 1.0)
@@ -446,14 +524,14 @@ mod tests {
         assert_eq!(served(&mut d, 20), None);
         assert_eq!(d.waiting_until(), Some(28));
         // It asks again within the window: still its slice.
-        d.push_from(7, 5, 0, 4096);
+        d.push_from(25, 7, 5, 0, 4096);
         assert_eq!(served(&mut d, 25), Some(5));
         // The window passes: the slice goes to stream 9.
         assert_eq!(served(&mut d, 30), None);
         assert_eq!(served(&mut d, 38), Some(2));
         assert_eq!(d.waiting_until(), None);
         // Its slice ends at 138: a new one goes to the oldest request's stream (9's again).
-        d.push_from(7, 6, 0, 4096);
+        d.push_from(138, 7, 6, 0, 4096);
         assert_eq!(served(&mut d, 138), Some(4));
         let left = served(&mut d, 140);
         assert_eq!(left, None, "7's request waits out 9's idle window");

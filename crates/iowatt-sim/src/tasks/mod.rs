@@ -1,16 +1,22 @@
-//! The task-packing simulator: a node — cores with hyper-threading,
-//! memory, one disk whose throughput depends on how many streams it serves — running a set of
-//! independent tasks with k of them per core, and a cluster of such nodes fed by one batch
-//! queue. Predicts the study's metrics: makespan, jobs per hour, average watts, Wh per job.
+//! The task-packing simulator: a node — cores with hyper-threading, memory, one data disk —
+//! running a set of independent tasks with k of them per core, and a cluster of such nodes fed
+//! by one batch queue. Predicts the study's metrics: makespan, throughput, average watts and
+//! energy, with the node's power by its parts.
 //!
 //! A task is a CPU part and a read of its input, interleaved in chunks (read a chunk, compute
-//! on it); the CPU and the disk are processor-sharing stations, so between events every task's
-//! rate is known exactly and the simulation steps from one completion to the next.
+//! on it). The CPU is a processor-sharing station, so between events every computing task's
+//! rate is known exactly. The disk serves the reading tasks request by request: the shared
+//! [`crate::disk`] model charges each its seek, rotation and transfer, under the node's I/O
+//! scheduler (CFQ with its slices and idle window, deadline's elevator, or the drive's own
+//! command queue). Tasks are a population: each draws its CPU time and input around its type's
+//! profile, seeded.
 
 mod node;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+use crate::disk::DiskModel;
 
 pub use node::{simulate, TaskRecord, TasksRun};
 
@@ -20,12 +26,49 @@ pub enum TasksError {
     Invalid(String),
 }
 
-/// A disk as the tasks see it: one stream at its sequential rate; several, each switch between
-/// streams costs `switch_s` per `slice_mb` served (the I/O scheduler's slice: readahead-sized
-/// for a plain elevator, several MB under CFQ), so `X(n ≥ 2) = X₁·q / (q + X₁·t_switch)`.
+fn bad<T>(m: String) -> Result<T, TasksError> {
+    Err(TasksError::Invalid(m))
+}
+
+/// The node's data disk: served request by request (`requests`), or as the fluid rate of
+/// earlier versions (`fluid`: node files with `seq_mb_s`, `switch_s` and `slice_mb`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Disk {
+    Requests(Box<RequestDisk>),
+    Fluid(FluidDisk),
+}
+
+/// A disk model under an I/O scheduler; sequential readers get the device's readahead.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Disk {
+pub struct RequestDisk {
+    pub model: DiskModel,
+    pub scheduler: Scheduler,
+    /// The block device's `read_ahead_kb`: what a sequential reader's request grows to.
+    pub readahead_kb: f64,
+}
+
+/// How requests of concurrent tasks reach the disk.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Scheduler {
+    /// One task's requests at a time for a slice, idling up to `idle_ms` for its next one
+    /// (never on an SSD: Linux's CFQ does not idle on a non-rotational device).
+    Cfq { slice_ms: f64, idle_ms: f64 },
+    /// Sorted by position, every queued request (deadline's elevator, read deadlines never
+    /// reached by one request per task).
+    Deadline,
+    /// Arrival order to the drive, which reorders its command queue of `ncq_depth`.
+    None { ncq_depth: usize },
+}
+
+/// The rate model of earlier versions: one stream at its sequential rate; several, each
+/// switch between streams costs `switch_s` per `slice_mb` served, so
+/// `X(n ≥ 2) = X₁·q / (q + X₁·t_switch)`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FluidDisk {
     pub seq_mb_s: f64,
     pub switch_s: f64,
     pub slice_mb: f64,
@@ -33,7 +76,7 @@ pub struct Disk {
     pub active_w: f64,
 }
 
-impl Disk {
+impl FluidDisk {
     /// Aggregate MB/s with `streams` readers.
     pub fn rate_mb_s(&self, streams: usize) -> f64 {
         match streams {
@@ -51,6 +94,8 @@ pub struct Node {
     /// What a second thread on a busy core adds (0.2–0.3 of a core).
     pub ht_gain: f64,
     pub memory_gb: f64,
+    /// W of the idle node without its data disk (whose idle draw its model gives; a fluid
+    /// disk's is counted here).
     pub idle_w: f64,
     /// W per fully busy core above idle.
     pub core_w: f64,
@@ -66,26 +111,44 @@ impl Node {
     }
 
     fn check(&self) -> Result<(), TasksError> {
-        let bad = |m: String| Err(TasksError::Invalid(m));
         if self.cores == 0 {
             return bad("a node needs at least one core".into());
         }
-        for (k, v) in [
+        let mut at_least_0 = vec![
             ("ht_gain", self.ht_gain),
             ("memory_gb", self.memory_gb),
             ("idle_w", self.idle_w),
             ("core_w", self.core_w),
-            ("disk.switch_s", self.disk.switch_s),
-            ("disk.active_w", self.disk.active_w),
-        ] {
+        ];
+        let mut above_0 = vec![];
+        match &self.disk {
+            Disk::Fluid(d) => {
+                at_least_0.extend([("disk.switch_s", d.switch_s), ("disk.active_w", d.active_w)]);
+                above_0.extend([("disk.seq_mb_s", d.seq_mb_s), ("disk.slice_mb", d.slice_mb)]);
+            }
+            Disk::Requests(d) => {
+                d.model
+                    .check(&d.model.label)
+                    .map_err(|e| TasksError::Invalid(e.0))?;
+                above_0.push(("disk.readahead_kb", d.readahead_kb));
+                match d.scheduler {
+                    Scheduler::Cfq { slice_ms, idle_ms } => {
+                        above_0.push(("disk.slice_ms", slice_ms));
+                        at_least_0.push(("disk.idle_ms", idle_ms));
+                    }
+                    Scheduler::None { ncq_depth: 0 } => {
+                        return bad("node `disk.ncq_depth` = 0 must be at least 1".into());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (k, v) in at_least_0 {
             if !(v.is_finite() && v >= 0.0) {
                 return bad(format!("node `{k}` = {v} must be 0 or more"));
             }
         }
-        for (k, v) in [
-            ("disk.seq_mb_s", self.disk.seq_mb_s),
-            ("disk.slice_mb", self.disk.slice_mb),
-        ] {
+        for (k, v) in above_0 {
             if !(v.is_finite() && v > 0.0) {
                 return bad(format!("node `{k}` = {v} must be above 0"));
             }
@@ -94,7 +157,23 @@ impl Node {
     }
 }
 
-/// One task type: CPU seconds on a free core, MB of input read, GB of memory held.
+/// How a task reads its input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// On through the file: readahead makes each request at least `readahead_kb`.
+    #[default]
+    Sequential,
+    /// Requests at random places of the file (readahead stays off for them).
+    Scattered,
+}
+
+fn default_request_kb() -> f64 {
+    128.0
+}
+
+/// One task type: CPU seconds on a free core, MB of input read (in requests of `request_kb`,
+/// by `pattern`), GB of memory held.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskType {
@@ -103,6 +182,10 @@ pub struct TaskType {
     #[serde(default)]
     pub input_mb: f64,
     pub memory_gb: f64,
+    #[serde(default = "default_request_kb")]
+    pub request_kb: f64,
+    #[serde(default)]
+    pub pattern: Pattern,
 }
 
 /// What to run: the tasks in queue order (indices into `types`), k per core on `nodes` nodes.
@@ -116,6 +199,12 @@ pub struct Config {
     pub nodes: usize,
     /// Chunk a task reads before computing on it, MB.
     pub chunk_mb: f64,
+    /// Each task's CPU time and input are its type's times a factor drawn uniformly from
+    /// 1 ± `spread` (0: identical tasks).
+    #[serde(default)]
+    pub spread: f64,
+    #[serde(default)]
+    pub seed: u64,
 }
 
 impl Config {
@@ -125,7 +214,6 @@ impl Config {
 
     pub fn check(&self) -> Result<(), TasksError> {
         self.node.check()?;
-        let bad = |m: String| Err(TasksError::Invalid(m));
         if self.per_core == 0 {
             return bad("--per-core must be at least 1".into());
         }
@@ -134,6 +222,9 @@ impl Config {
         }
         if !(self.chunk_mb.is_finite() && self.chunk_mb > 0.0) {
             return bad(format!("chunk {} MB must be above 0", self.chunk_mb));
+        }
+        if !(0.0..=1.0).contains(&self.spread) {
+            return bad(format!("--task-spread {} is outside 0..1", self.spread));
         }
         for t in &self.types {
             for (k, v) in [
@@ -145,6 +236,12 @@ impl Config {
                     return bad(format!("task `{}`: `{k}` = {v} must be 0 or more", t.name));
                 }
             }
+            if !(t.request_kb.is_finite() && t.request_kb > 0.0) {
+                return bad(format!(
+                    "task `{}`: `request_kb` = {} must be above 0",
+                    t.name, t.request_kb
+                ));
+            }
             if t.cpu_s + t.input_mb <= 0.0 {
                 return bad(format!("task `{}` does no work", t.name));
             }
@@ -153,6 +250,15 @@ impl Config {
                     "task `{}` holds {} GB, more than the node's {} GB",
                     t.name, t.memory_gb, self.node.memory_gb
                 ));
+            }
+            if let Disk::Requests(d) = &self.node.disk {
+                let largest = t.input_mb * (1.0 + self.spread) * 1e6;
+                if largest > d.model.capacity_bytes() as f64 {
+                    return bad(format!(
+                        "task `{}` reads {} MB, more than the disk's {} GB",
+                        t.name, t.input_mb, d.model.capacity_gb
+                    ));
+                }
             }
         }
         if let Some(&i) = self.queue.iter().find(|&&i| i >= self.types.len()) {
