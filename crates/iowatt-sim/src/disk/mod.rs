@@ -538,6 +538,92 @@ mod tests {
         assert_eq!(served(&mut d, 148), Some(6));
     }
 
+    /// Serves one request of stream 7 at `offset`, arriving at `at` ns; returns when it ends.
+    fn serve_one(d: &mut Disk<u32>, m: &DiskModel, at: u64, offset: u64) -> u64 {
+        d.push_from(at, 7, 0, offset, 4096);
+        let started = d.start_next(m, at, 1.0, || 1.0).1.expect("queued");
+        d.take_serving();
+        started.done_ns
+    }
+
+    /// Whether CFQ, after `d`'s history, idles for stream 7 while stream 9 waits.
+    fn idles_for_7(d: &mut Disk<u32>, m: &DiskModel, now: u64) -> bool {
+        d.push_from(now, 9, 1, 1 << 30, 4096);
+        let (_, started) = d.start_next(m, now, 1.0, || 1.0);
+        started.is_none() && d.waiting_until().is_some()
+    }
+
+    #[test]
+    fn cfq_stops_idling_for_a_stream_that_thinks_longer_than_the_window() {
+        let m = model();
+        let idle_ns = 8_000_000;
+        let cfq = Discipline::Cfq {
+            slice_ns: 10_000_000_000,
+            idle_ns,
+        };
+        for (think_ns, idles) in [(6_000_000, true), (10_000_000, false)] {
+            let mut d: Disk<u32> = Disk::new(Rng::new(1)).with_discipline(cfq);
+            let mut at = 0;
+            // Sequential requests, each `think_ns` after the last ended: once CFQ has seen a
+            // few (its mean is valid past 80/256 of a full weight), it judges the think time.
+            for k in 0..6 {
+                let done = serve_one(&mut d, &m, at, k * 4096);
+                at = done + think_ns;
+            }
+            let now = at - think_ns;
+            assert_eq!(idles_for_7(&mut d, &m, now), idles, "think {think_ns} ns");
+        }
+    }
+
+    #[test]
+    fn cfq_does_not_idle_for_a_seeky_stream() {
+        let m = model();
+        let cfq = Discipline::Cfq {
+            slice_ns: 10_000_000_000,
+            idle_ns: 8_000_000,
+        };
+        for (stride, idles) in [(4096u64, true), (1 << 20, false)] {
+            let mut d: Disk<u32> = Disk::new(Rng::new(1)).with_discipline(cfq);
+            let mut at = 0;
+            // Back to back; a stride over 400 KiB (800 sectors) is a seek each time.
+            for k in 0..6 {
+                at = serve_one(&mut d, &m, at, k * stride);
+            }
+            assert_eq!(idles_for_7(&mut d, &m, at), idles, "stride {stride}");
+        }
+    }
+
+    #[test]
+    fn with_read_ahead_a_request_where_the_last_ended_pays_no_rotation() {
+        let m = model();
+        let mut d: Disk<u32> = Disk::new(Rng::new(3)).with_read_ahead();
+        d.push(0, 1 << 20, 65536);
+        let first = d.start_next(&m, 0, 1.0, || 1.0).1.unwrap();
+        assert!(
+            first.charge.rotation_s > 0.0,
+            "a jump waits for the platter"
+        );
+        d.take_serving();
+        d.push(1, (1 << 20) + 65536, 65536);
+        let next = d.start_next(&m, first.done_ns, 1.0, || 1.0).1.unwrap();
+        assert_eq!((next.charge.seek_s, next.charge.rotation_s), (0.0, 0.0));
+    }
+
+    #[test]
+    fn a_command_queue_reorders_only_the_requests_it_holds() {
+        let m = model();
+        let mut d: Disk<u32> = Disk::new(Rng::new(1)).with_discipline(Discipline::Ncq { depth: 2 });
+        for (tag, offset) in [(0, 9_000_000), (1, 5_000_000), (2, 1_000_000)] {
+            d.push(tag, offset, 4096);
+        }
+        let mut order = Vec::new();
+        while let (_, Some(s)) = d.start_next(&m, 0, 1.0, || 1.0) {
+            order.push(s.offset);
+        }
+        // From the head at 0 it holds 9 M and 5 M: 5 M first; then 9 M and 1 M: 9 M is ahead.
+        assert_eq!(order, [5_000_000, 9_000_000, 1_000_000]);
+    }
+
     #[test]
     fn energy_is_each_states_watts_times_its_time_spin_joules_included() {
         let m = model();
