@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from iowatt.errors import ConfigError
 from iowatt.sim.disks import load_disks
-from iowatt.sim.tasks import plan, simulate_batches
+from iowatt.sim.tasks import SetPlan, check_type, plan, simulate, simulate_batches
 from support.cli import assert_user_error, iowatt, runs_in
 
 FIGURES = ("makespan_s", "tasks_per_h", "jobs_per_h", "avg_w", "wh_per_task", "wh_per_job",
@@ -176,7 +179,8 @@ def test_bad_options_are_one_line(capsys, tmp_path, args, fragments):
         ('[sets]\nx = { repeat = 2, tasks = ["nosuch"] }\n', ["task type `nosuch`"]),
         ('[types.huge]\ncpu_s = 1.0\nmemory_gb = 32.0\n[sets]\nx = { tasks = ["huge"] }\n',
          ["holds 32 GB, more than the node's 16 GB"]),
-        ("[types.t]\ncpu_s = 1.0\ninput_mb = -1.0\nmemory_gb = 0.1\n", ["`t`", "input_mb = -1"]),
+        ("[types.t]\ncpu_s = 1.0\ninput_mb = -1.0\nmemory_gb = 0.1\n",
+         ["`t`", "input_mb = -1.0 must be 0 or more"]),
         ("[types.t]\ncpu_s = 1.0\ninput_mb = 1.0\nrequest_kb = 0\nmemory_gb = 0.1\n",
          ["`t`", "request_kb = 0"]),
         ('[types.t]\ncpu_s = 1.0\ninput_mb = 1.0\npattern = "zigzag"\nmemory_gb = 0.1\n',
@@ -189,6 +193,37 @@ def test_bad_set_files_name_what_is_wrong(capsys, tmp_path, text, fragments):
     r = iowatt(capsys, "sim", "tasks", f, "--per-core", "1", "--results", tmp_path / "r")
     assert_user_error(r, *fragments)
     assert runs_in(tmp_path / "r") == []
+
+
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10**6), st.text(max_size=4),
+    st.booleans(),
+)  # fmt: skip
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    values=st.dictionaries(
+        st.sampled_from(["cpu_s", "input_mb", "memory_gb", "request_kb"]), NUMBERS
+    ),
+    pattern=st.one_of(st.none(), st.sampled_from(["sequential", "scattered", "zigzag", ""])),
+)
+def test_any_task_type_runs_or_is_one_config_error(tmp_path, values, pattern):
+    spec = {"cpu_s": 1.0, "memory_gb": 0.1, **values}
+    if pattern is not None:
+        spec["pattern"] = pattern
+    try:
+        config = plan("io", results=tmp_path / "r", per_core="1", disk="hdd,ssd")
+        config.types = {"t": spec}
+        config.sets = {"x": SetPlan([["t", "t"]], 1)}
+        check_type("t", spec)
+        rows = simulate(config)
+    except ConfigError as e:
+        assert e.message and "\n" not in e.message
+        return
+    assert all(r["makespan_s"] is None or r["makespan_s"] >= 0 for r in rows)
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ one instance of the set (the study's unit), each as its mean and 95 % interval o
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,20 +98,20 @@ def load_sets(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def check_type(name: str, t: Mapping[str, Any]) -> None:
-    """What the engine's messages would not name as the set file's: a type's reads."""
-    for key, least, example in (
-        ("input_mb", 0.0, "input_mb = 360"),
-        ("request_kb", None, "request_kb = 64"),
+    """A type's numbers and pattern, named as the set file gives them."""
+    for key, example in (
+        ("cpu_s", "cpu_s = 80"),
+        ("input_mb", "input_mb = 360"),
+        ("memory_gb", "memory_gb = 0.4"),
+        ("request_kb", "request_kb = 64"),
     ):
         if key not in t:
             continue
         value = t[key]
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(
-                f"task type `{name}`: {key} = {value!r} is not a number", f"e.g. {example}"
-            )
-        if (least is not None and value < least) or (least is None and not value > 0):
-            bound = "is negative" if least is not None else "must be above 0"
+            raise ConfigError(f"task type `{name}`: {key} = {value!r} is not a number", example)
+        if not math.isfinite(value) or value < 0 or (key == "request_kb" and value == 0):
+            bound = "must be above 0" if key == "request_kb" else "must be 0 or more"
             raise ConfigError(f"task type `{name}`: {key} = {value} {bound}", f"e.g. {example}")
     pattern = t.get("pattern", "sequential")
     if pattern not in PATTERNS:
