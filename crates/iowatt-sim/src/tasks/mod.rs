@@ -26,6 +26,9 @@ pub enum TasksError {
     Invalid(String),
 }
 
+/// The most CPU seconds a set may hold.
+const MAX_CPU_S: f64 = 1e10;
+
 fn bad<T>(m: String) -> Result<T, TasksError> {
     Err(TasksError::Invalid(m))
 }
@@ -264,6 +267,13 @@ impl Config {
         if let Some(&i) = self.queue.iter().find(|&&i| i >= self.types.len()) {
             return bad(format!(
                 "the queue names task type {i}, which is not defined"
+            ));
+        }
+        // The clock counts whole ns in 64 bits: a run must end within 584 years.
+        let cpu_s: f64 = self.queue.iter().map(|&i| self.types[i].cpu_s).sum();
+        if cpu_s * (1.0 + self.spread) > MAX_CPU_S {
+            return bad(format!(
+                "the set's {cpu_s:.3e} CPU seconds are more than {MAX_CPU_S:.0e} (300 years)"
             ));
         }
         Ok(())

@@ -64,6 +64,8 @@ struct Node {
     fluid_busy_s: f64,
     /// Invalidates a queued CPU event when the node changed before it came.
     generation: u64,
+    /// When the queued CPU event comes, exactly (its ns are rounded up).
+    cpu_at_s: f64,
     drive: Option<Drive>,
 }
 
@@ -383,7 +385,9 @@ impl Sim<'_> {
             })
             .fold(f64::INFINITY, f64::min);
         if next.is_finite() {
-            let at = node.at_s + next;
+            // Always a step forward, though what is left be below the clock's resolution.
+            let at = (node.at_s + next).max(node.at_s.next_up());
+            node.cpu_at_s = at;
             self.events.at(ns(at), (n, Event::Cpu(node.generation)));
         }
     }
@@ -481,7 +485,10 @@ pub fn simulate(c: &Config) -> Result<TasksRun, TasksError> {
     }
     let mut end = 0.0f64;
     while let Some((at_ns, (n, event))) = sim.events.next() {
-        let t = seconds(at_ns).max(sim.nodes[n].at_s);
+        let t = match event {
+            Event::Cpu(_) => sim.nodes[n].cpu_at_s,
+            _ => seconds(at_ns).max(sim.nodes[n].at_s),
+        };
         // A request served between chunks leaves the CPU's load, and its queued event, as is.
         let cpu_changed = match event {
             Event::Cpu(generation) if generation != sim.nodes[n].generation => continue,

@@ -318,3 +318,14 @@ fn a_cluster_shares_one_queue_and_the_same_input_gives_the_same_run() {
     let alone = simulate(&c).unwrap();
     assert!(a.makespan_s < alone.makespan_s / 3.0);
 }
+
+#[test]
+fn a_run_of_centuries_ends_and_one_past_the_clock_is_refused() {
+    // At 4·10⁹ s the clock's f64 seconds resolve 0.5 µs: a step still moves it forward.
+    let mut c = config(hdd(), vec![1, 1], 1);
+    c.types[1].cpu_s = 4e9;
+    close(simulate(&c).unwrap().makespan_s, 4e9, 1e-12);
+    c.types[1].cpu_s = 1e300;
+    let e = simulate(&c).unwrap_err().to_string();
+    assert!(e.contains("CPU seconds are more than"), "{e}");
+}

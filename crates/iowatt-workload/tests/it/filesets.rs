@@ -167,9 +167,10 @@ fn semblock_waits_for_value_posts_from_other_threads() {
     let posts = flowop(&out, "post").ops;
     let blocks = flowop(&out, "gate").ops;
     assert!(blocks > 0);
-    // Ten posts per block, and the high-water mark keeps posters at most 20 + 10 ahead.
+    // Ten posts per block, and the high-water mark keeps posters at most 20 + 10 ahead. The
+    // run's end may fall between a post reaching the semaphore and its count, one per poster.
     assert!(
-        posts >= blocks * 10 && posts <= blocks * 10 + 30,
+        posts + 2 >= blocks * 10 && posts <= blocks * 10 + 30,
         "{posts} posts, {blocks} blocks"
     );
     // One write per block, except that the run's end may fall between the last block and its
