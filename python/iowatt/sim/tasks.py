@@ -109,7 +109,9 @@ def check_type(name: str, t: Mapping[str, Any]) -> None:
             continue
         value = t[key]
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"task type `{name}`: {key} = {value!r} is not a number", example)
+            raise ConfigError(
+                f"task type `{name}`: {key} = {value!r} is not a number", f"e.g. {example}"
+            )
         if not math.isfinite(value) or value < 0 or (key == "request_kb" and value == 0):
             bound = "must be above 0" if key == "request_kb" else "must be 0 or more"
             raise ConfigError(f"task type `{name}`: {key} = {value} {bound}", f"e.g. {example}")
