@@ -812,7 +812,8 @@ def raid_simulate(
 
 def tasks_simulate(config: Mapping[str, Any]) -> dict[str, Any]:
     """The task-packing simulator (``crates/iowatt-sim/src/tasks``) on one configuration:
-    makespan, jobs per hour, average W, Wh per job. Refused input raises :class:`ConfigError`."""
+    makespan, energy (the disk's part too), the disk's and the cores' busy seconds, requests
+    served and tasks. Refused input raises :class:`ConfigError`."""
     sent = Encoded(config)
     try:
         return cast(dict[str, Any], _engine_call(lambda: _core.tasks_simulate(sent.text)))
