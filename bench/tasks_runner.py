@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
-"""`iowatt tasks` beside GNU parallel, the simulator against the runner, and the simulator at
-cluster scale.
+"""`iowatt tasks` beside GNU parallel, and the simulator against the runner.
 
 Usage (as root for part 2: a loop device and blkio)::
 
     python bench/tasks_runner.py                  # ~4 min
-    python bench/tasks_runner.py --skip-validate  # part 1 and 3 only, ~1 min, any user
-    python bench/tasks_runner.py --smoke          # 4 short tasks, parts 1 and 3, seconds
+    python bench/tasks_runner.py --skip-validate  # part 1 only, ~1 min, any user
+    python bench/tasks_runner.py --smoke          # 4 short tasks, part 1, seconds
 
 1. The runner's own overhead (scheduling on Dask, bookkeeping): `--tasks` (24) synthetic CPU
    tasks of `--task-s` (1.5 s) each, at the machine's cores in flight, once through GNU parallel
@@ -19,8 +18,8 @@ Usage (as root for part 2: a loop device and blkio)::
    mixed at `--scale`, `--rounds`) at k = 1 and 2 on an "HDD" (ext4 on a loop device over
    /dev/shm whose reads blkio caps at 105 MB/s and 200 IOPS) and an "SSD" (tmpfs), then
    `iowatt sim tasks --validate all --json`. Goal: every run within 15 %.
-3. The simulator alone: 1,000 nodes × 100,000 tasks of the mixed set's types, k = 2. Goal:
-   ≤ 10 s.
+
+The simulator's own speed, beside SimPy and at cluster scale, is bench/tasks_sim.py's.
 """
 
 from __future__ import annotations
@@ -172,36 +171,6 @@ def validate(scale: float, rounds: int, work: Path) -> None:
     ratio_line("largest jobs/h error / 15 %", worst / 15, "≤ 1")
 
 
-def cluster_scale() -> None:
-    from iowatt._engine import tasks_simulate
-    from iowatt.sim.model import load_overridden
-
-    model = load_overridden("node.toml", None, "--model")
-    types = [
-        {"name": "heavy", "cpu_s": 95.6, "input_mb": 360.0, "memory_gb": 0.368},
-        {"name": "light", "cpu_s": 45.1, "input_mb": 94.0, "memory_gb": 0.271},
-        {"name": "memory", "cpu_s": 449.0, "input_mb": 0.0, "memory_gb": 0.859},
-        {"name": "long", "cpu_s": 757.0, "input_mb": 0.0, "memory_gb": 0.548},
-    ]
-    queue = [i % 4 for i in range(100_000)]
-    config = {
-        "node": {**model["node"], "disk": model["disks"]["hdd"]},
-        "types": types,
-        "queue": queue,
-        "per_core": 2,
-        "nodes": 1000,
-        "chunk_mb": model["chunk_mb"],
-    }
-    t = time.perf_counter()
-    r = tasks_simulate(config)
-    took = time.perf_counter() - t
-    print(
-        f"3. 1,000 nodes × 100,000 tasks: {took:.2f} s (goal ≤ 10 s); makespan "
-        f"{r['makespan_s'] / 3600:.2f} h, {r['tasks'] * 3600 / r['makespan_s']:.0f} jobs/h"
-    )
-    ratio_line("simulator s / 10 s", took / 10, "≤ 1")
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tasks", type=int, default=24)
@@ -217,7 +186,6 @@ def main() -> None:
         overhead(a.tasks, a.task_s, a.repeat, work)
         if not a.skip_validate:
             validate(a.scale, a.rounds, work)
-        cluster_scale()
 
 
 if __name__ == "__main__":
