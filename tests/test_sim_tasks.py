@@ -55,6 +55,7 @@ def test_one_task_alone_takes_its_time_and_the_node_s_parts_draw(capsys, tmp_pat
         assert row["jobs_per_h"] == pytest.approx(36.0) and row["seeds"] == 1
 
 
+@pytest.mark.slow
 def test_the_study_s_shape_holds_with_tasks_that_vary(capsys, tmp_path):
     rows = sim(capsys, tmp_path, "io,cpu,mixed,io-then-cpu", "--per-core", "1,2,3",
                "--seeds", "5")  # fmt: skip
@@ -99,6 +100,7 @@ def test_the_study_s_shape_holds_with_tasks_that_vary(capsys, tmp_path):
     assert {r["seed"] for r in stored} == {1, 2, 3, 4, 5}
 
 
+@pytest.mark.slow
 def test_without_spread_the_shape_is_the_same_within_the_intervals(capsys, tmp_path):
     def table(spread: str) -> dict:
         rows = sim(capsys, tmp_path, "io,mixed", "--per-core", "1,2", "--seeds", "5",
@@ -112,6 +114,7 @@ def test_without_spread_the_shape_is_the_same_within_the_intervals(capsys, tmp_p
         assert abs(a["jobs_per_h"] - b["jobs_per_h"]) <= max(half, 0.01 * a["jobs_per_h"]), key
 
 
+@pytest.mark.slow
 def test_a_seed_list_gives_the_same_rows_twice_and_other_seeds_others(capsys, tmp_path):
     args = ("io", "--per-core", "1", "--disk", "hdd", "--seed", "3,4")
     first, again = sim(capsys, tmp_path, *args), sim(capsys, tmp_path, *args)
@@ -201,9 +204,8 @@ NUMBERS = st.one_of(
 )  # fmt: skip
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@pytest.mark.fuzz
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     values=st.dictionaries(
         st.sampled_from(["cpu_s", "input_mb", "memory_gb", "request_kb"]), NUMBERS
