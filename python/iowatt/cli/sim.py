@@ -401,7 +401,7 @@ def raid(
 TASKS_HELP = """Predict how a node finishes a set of tasks, k per core, on a hard disk or an SSD.
 
 SET is a shipped set (io, cpu, mixed, io-then-cpu: the high-throughput computing study's, or a
-list of them) or a TOML file of task types and sets (every set of it is simulated). Each task
+list of them) or a TOML file of task types and sets (each set it defines is simulated). Each task
 draws its CPU time and input around its type's (--task-spread), seeded; the disk serves the
 tasks' reads request by request under the node's I/O scheduler. Prints per set, disk and k the
 makespan, jobs (set instances) and tasks per hour, average watts and Wh per job, each the mean

@@ -157,6 +157,16 @@ def batches(
     return SetPlan([[t for _ in range(repeat) for t in tasks]], len(tasks))
 
 
+def own_sets(path: Path) -> list[str]:
+    """The sets a set file defines itself (its types may serve the shipped sets too)."""
+    own = read_toml(path, "SET").get("sets") or {}
+    if not isinstance(own, dict) or not own:
+        raise ConfigError(
+            f"set file `{path}` defines no sets", "add e.g. [sets] my = { tasks = [...] }"
+        )
+    return list(own)
+
+
 def load_node(path: Path | None, notes: list[str], option: str = "--model") -> dict[str, Any]:
     """node.toml with the file ``path`` over it. Its ``[disks.NAME]`` tables replace or add
     disks whole (checked by :func:`engine_disk`); other keys override shipped ones only."""
@@ -272,7 +282,7 @@ def plan(
 ) -> TasksPlan:
     path = Path(set_ref)
     types, sets = load_sets(path if path.is_file() else None)
-    names = list(sets) if path.is_file() else parse_list(set_ref, "SET")
+    names = own_sets(path) if path.is_file() else parse_list(set_ref, "SET")
     chosen = {n: batches(n, sets, types) for n in names}
     notes: list[str] = []
     node = load_node(model, notes)

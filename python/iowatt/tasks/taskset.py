@@ -18,7 +18,7 @@ from string import Formatter
 from typing import Any
 
 from iowatt.errors import ConfigError
-from iowatt.sim.tasks import batches, load_sets
+from iowatt.sim.tasks import batches, load_sets, own_sets
 from iowatt.units import parse_list
 
 # request_kb and pattern say how the simulator's disk serves the reads; the runner reads
@@ -77,7 +77,7 @@ def load(set_ref: str, rounds: int | None = None, scale: float = 1.0) -> list[Ta
     if not is_file and path.suffix == ".toml":
         raise ConfigError(f"set file `{set_ref}` does not exist", "check the path")
     raw_types, sets = load_sets(path if is_file else None)
-    names = list(_own_sets(path) if is_file else parse_list(set_ref, "SET"))
+    names = list(own_sets(path) if is_file else parse_list(set_ref, "SET"))
     out = []
     for name in names:
         batch_list = batches(name, sets, raw_types, rounds).batches
@@ -90,17 +90,6 @@ def load(set_ref: str, rounds: int | None = None, scale: float = 1.0) -> list[Ta
         batch = tuple(i for i, b in enumerate(batch_list) for _ in b)
         out.append(TaskSet(name, tasks, batch, types))
     return out
-
-
-def _own_sets(path: Path) -> list[str]:
-    from iowatt.tomlfile import read_toml
-
-    own = read_toml(path, "SET").get("sets") or {}
-    if not own:
-        raise ConfigError(
-            f"set file `{path}` defines no sets", "add e.g. [sets] my = { tasks = [...] }"
-        )
-    return list(own)
 
 
 def _task_type(name: str, spec: Any, scale: float, base: Path | None) -> TaskType:
