@@ -124,17 +124,21 @@ def _grid(
         return
     names, figures = _GRID_COLUMNS[simulator]
     keys = [a.key for a in axes]
+    widths = {k: max(14, len(k)) for k in keys}
     click.echo(
         "  ".join(
             [
-                *(f"{k:>14}" for k in keys),
+                *(f"{k:>{widths[k]}}" for k in keys),
                 *(f"{n:<12}" for n in names),
                 *(f"{label:>9}" for _, label, _ in figures),
             ]
         )
     )
     for r in rows:
-        cells = [*(f"{r[k]:>14g}" for k in keys), *(f"{r.get(n, '–')!s:<12}" for n in names)]
+        cells = [
+            *(f"{r[k]:>{widths[k]}g}" for k in keys),
+            *(f"{r.get(n, '–')!s:<12}" for n in names),
+        ]
         if r["error"]:
             click.echo("  ".join([*cells, f"failed: {r['error']}"]))
             continue
