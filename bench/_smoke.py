@@ -10,6 +10,7 @@ small enough to finish in seconds, so its ratios are not to be quoted.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -216,6 +217,29 @@ def render_table(rows: list[list[str]], right: set[int]) -> list[str]:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths).rstrip())
     return lines
+
+
+def service_time(m: dict[str, Any]) -> Callable[[int, int, int, float], float]:
+    """A disk model's request charge (crates/iowatt-sim/src/disk/model.rs `charge`), ported for
+    the SimPy peers: seconds for `nbytes` at byte `to` with the head at `head`, `rotation` the
+    share of a turn waited; the model's constants read once."""
+    cap = int(m["capacity_gb"] * 1e9)
+    overhead, revolution = m["overhead_ms"] / 1e3, 60.0 / m["rpm"] if m["rpm"] else 0.0
+    track, avg, full = m["seek_track_ms"] / 1e3, m["seek_avg_ms"] / 1e3, m["seek_full_ms"] / 1e3
+    outer, inner = m["outer_mb_s"] * 1e6, m["inner_mb_s"] * 1e6
+
+    def service_s(head: int, to: int, nbytes: int, rotation: float) -> float:
+        x = min(abs(head - to) / cap, 1.0)
+        if x == 0.0:
+            seek = 0.0
+        elif x <= 1.0 / 3.0:
+            seek = track + (avg - track) * math.sqrt(3.0 * x)
+        else:
+            seek = avg + (full - avg) * (x - 1.0 / 3.0) * 1.5
+        rate = outer + (inner - outer) * min(to / cap, 1.0)
+        return overhead + seek + rotation * revolution + nbytes / rate
+
+    return service_s
 
 
 def tail(text: str, lines: int = 5) -> str:

@@ -63,7 +63,15 @@ from typing import Any
 
 import numpy as np
 
-from _smoke import alternate, busy_jiffies, parse, python_peer, ratio_line, render_table
+from _smoke import (
+    alternate,
+    busy_jiffies,
+    parse,
+    python_peer,
+    ratio_line,
+    render_table,
+    service_time,
+)
 from iowatt._engine import raid_simulate
 from iowatt.sim.disks import disk_model
 from iowatt.sim.model import load_overridden
@@ -165,11 +173,7 @@ def simpy_lru(
 
     t_ns, offsets, sizes = (a.tolist() for a in trace)
     n = len(t_ns)
-    cap = capacity_bytes(m)
-    # disk.rs `service_s`, its constants hoisted.
-    overhead, revolution = m["overhead_ms"] / 1e3, 60.0 / m["rpm"] if m["rpm"] else 0.0
-    track, avg, full = m["seek_track_ms"] / 1e3, m["seek_avg_ms"] / 1e3, m["seek_full_ms"] / 1e3
-    outer, inner = m["outer_mb_s"] * 1e6, m["inner_mb_s"] * 1e6
+    service_s = service_time(m)
     power = {
         "idle": watts(m["idle"]), "busy": watts(m["active"]), "standby": watts(m["standby"]),
         "down": m["spin_down_j"] / m["spin_down_s"] if m["spin_down_s"] > 0 else 0.0,
@@ -188,17 +192,6 @@ def simpy_lru(
     def enter(d: int, nxt: str) -> None:
         energy[d] += power[state[d]] * (env.now - since[d]) / 1e9
         state[d], since[d] = nxt, env.now
-
-    def service_s(head: int, to: int, nbytes: int, rotation: float) -> float:
-        x = min(abs(head - to) / cap, 1.0)
-        if x == 0.0:
-            seek = 0.0
-        elif x <= 1.0 / 3.0:
-            seek = track + (avg - track) * math.sqrt(3.0 * x)
-        else:
-            seek = avg + (full - avg) * (x - 1.0 / 3.0) * 1.5
-        rate = outer + (inner - outer) * min(to / cap, 1.0)
-        return overhead + seek + rotation * revolution + nbytes / rate
 
     def disk(d: int) -> Any:
         store, rng, head = queues[d], random.Random(seed << 6 | d), 0

@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _smoke import alternate, busy_jiffies, fail, parse, python_peer, ratio_line
+from _smoke import alternate, busy_jiffies, fail, parse, python_peer, ratio_line, service_time
 from iowatt._engine import tasks_simulate
 from iowatt.sim.disks import load_disks
 from iowatt.sim.tasks import engine_disk, engine_type, load_node, plan
@@ -122,27 +122,12 @@ def simpy_station(
     import simpy
 
     rng = random.Random(seed)
-    cap = int(m["capacity_gb"] * 1e9)
-    # model.rs `charge`, its constants hoisted.
-    overhead, revolution = m["overhead_ms"] / 1e3, 60.0 / m["rpm"]
-    track, avg, full = m["seek_track_ms"] / 1e3, m["seek_avg_ms"] / 1e3, m["seek_full_ms"] / 1e3
-    outer, inner = m["outer_mb_s"] * 1e6, m["inner_mb_s"] * 1e6
+    service_s = service_time(m)
     file_bytes = per_reader * REQUEST
     stride = math.ceil(file_bytes / BLOCK) * BLOCK
     blocks = (file_bytes - REQUEST) // BLOCK + 1
     head = 0
     served = 0
-
-    def service_s(to: int, rotation: float) -> float:
-        d = min(abs(head - to) / cap, 1.0)
-        if d == 0.0:
-            seek = 0.0
-        elif d <= 1.0 / 3.0:
-            seek = track + (avg - track) * math.sqrt(3.0 * d)
-        else:
-            seek = avg + (full - avg) * (d - 1.0 / 3.0) * 1.5
-        rate = outer + (inner - outer) * min(to / cap, 1.0)
-        return overhead + seek + rotation * revolution + REQUEST / rate
 
     def reader(env: simpy.Environment, disk: simpy.Resource, base: int) -> Any:
         nonlocal head, served
@@ -151,7 +136,7 @@ def simpy_station(
             with disk.request() as req:
                 yield req
                 rotation = 0.0 if offset == head else rng.random()
-                took = service_s(offset, rotation)
+                took = service_s(head, offset, REQUEST, rotation)
                 head = offset + REQUEST
                 yield env.timeout(took)
             served += 1
