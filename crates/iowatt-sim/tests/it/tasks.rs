@@ -72,27 +72,15 @@ fn w(w: f64) -> Power {
     }
 }
 
-/// Round numbers: 100 GB, 100 MB/s at the outer edge, 0.5 ms per request, 12 W busy, 8 W idle.
-fn model(rpm: u32, seeks_ms: [f64; 3]) -> DiskModel {
+/// The RAID tests' round numbers (100 GB, 100 MB/s at the outer edge, 0.5 ms a request, 12 W
+/// busy, 8 W idle) at another speed and seek curve.
+fn model(rpm: u32, [track, avg, full]: [f64; 3]) -> DiskModel {
     DiskModel {
-        label: "test disk".into(),
-        kind: Kind::Hdd,
-        capacity_gb: 100.0,
         rpm,
-        seek_track_ms: seeks_ms[0],
-        seek_avg_ms: seeks_ms[1],
-        seek_full_ms: seeks_ms[2],
-        outer_mb_s: 100.0,
-        inner_mb_s: 50.0,
-        overhead_ms: 0.5,
-        active: w(12.0),
-        idle: w(8.0),
-        standby: w(2.0),
-        spin_up_s: 6.0,
-        spin_up_j: 120.0,
-        spin_down_s: 2.0,
-        spin_down_j: 10.0,
-        start_stop_cycles: 50_000,
+        seek_track_ms: track,
+        seek_avg_ms: avg,
+        seek_full_ms: full,
+        ..super::raid::model()
     }
 }
 
