@@ -42,6 +42,14 @@ def stored(json_help: str, report: bool = True) -> Callable[[F], F]:
     return apply
 
 
+def seed_options(f: F) -> F:
+    """--seed LIST and --seeds N, spelled alike by every simulator (iowatt.units.parse_seeds)."""
+    f = click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")(f)
+    return click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")(
+        f
+    )
+
+
 def grid_options(example: str) -> Callable[[F], F]:
     """--grid and --cluster: the model's parameters over a grid, the points on Dask."""
 
@@ -193,8 +201,7 @@ ranges (`W1..W10`, `1,2,3`, `1..4`, `a..b:step`) work in --workloads, --policies
 )
 @click.option("--model", type=click.Path(path_type=Path), help="TOML overriding server.toml.")
 @click.option("--jobs", type=click.Path(path_type=Path), help="TOML adding jobs and sets.")
-@click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
-@click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
+@seed_options
 @click.option(
     "--resolution", default="1s", show_default=True, help="Time series bin (simulated time)."
 )
@@ -330,8 +337,7 @@ cycles per personality; the disk models and their sources are in docs/sim-raid.m
 )
 @click.option("--timeout", default="30s", show_default=True, help="A client's timeout.")
 @click.option("--cache", default="0", show_default=True, help="Page cache size, e.g. 1g.")
-@click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
-@click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
+@seed_options
 @grid_options("lru.timeout_s=5,10,30,60")
 @stored("Print one object per personality.")
 def raid(
@@ -434,8 +440,7 @@ each value's source.
     show_default=True,
     help="Each task's CPU time and input: its type's × 1 ± this, drawn uniformly (0: identical).",
 )
-@click.option("--seed", default="1", show_default=True, help="Seed, or a list of seeds.")
-@click.option("--seeds", type=int, help="Replications: this many seeds from --seed.")
+@seed_options
 @click.option(
     "--validate",
     "validate_runs",
