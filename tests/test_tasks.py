@@ -123,6 +123,8 @@ def test_energy_of_a_sampled_series_by_hand():
     assert (t["done"], t["failed"], t["makespan_s"], t["energy_j"]) == (1, 1, 4.0, 800.0)
     assert t["avg_w"] == 200.0 and t["peak_w"] == 250.0 and t["wh_per_job"] == 800 / 3600
     assert t["jobs_per_h"] == 900.0
+    assert t["failed_tasks"] == {"count": 1, "kinds": {"failed": 1}}
+    assert totals(records[:1], [])["failed_tasks"] is None
 
 
 @pytest.mark.slow
@@ -143,6 +145,45 @@ def test_a_failed_or_timed_out_task_is_recorded_and_the_set_goes_on(capsys, tmp_
     assert tasks[1]["status"] == "timeout" and tasks[1]["wall_s"] < 30
     assert tasks[2]["status"] == "ok" and tasks[2]["summary"].strip() == "fine"
     assert row["jobs_per_h"] == pytest.approx(2 * 3600 / row["makespan_s"])
+
+
+@pytest.mark.slow
+def test_a_run_with_failed_tasks_is_flagged_and_validation_leaves_it_out_unless_named(
+    capsys, tmp_path
+):
+    s = set_file(
+        tmp_path,
+        {"sim": "cpu_s = 0.05", "no": 'command = "false"\ncpu_s = 0.05'},
+        'good = { repeat = 2, tasks = ["sim"] }\nbad = { tasks = ["sim", "no", "no"] }',
+    )
+    rows = {r["set"]: r for r in run(capsys, tmp_path, s, "--cores", "1")}
+    good, bad = rows["good"], rows["bad"]
+    # The run keeps its status; its failed tasks are counted by how they ended.
+    assert good["failed_tasks"] is None
+    assert bad["status"] == "complete"
+    assert bad["failed_tasks"] == {"count": 2, "kinds": {"failed": 2}}
+    assert summary(tmp_path / "r" / bad["run_id"])["tasks"]["failed_tasks"] == bad["failed_tasks"]
+    from iowatt.store.catalog import catalog
+
+    with catalog(tmp_path / "r") as con:
+        flagged = dict(con.execute("SELECT run_id, failed_tasks FROM task_runs").fetchall())
+    assert flagged[good["run_id"]] is None
+    assert json.loads(flagged[bad["run_id"]]) == bad["failed_tasks"]
+
+    def validate(*refs: str) -> tuple[list[str], str]:
+        r = iowatt(capsys, "sim", "tasks", "--validate", *refs, "--json", "--results",
+                   tmp_path / "r")  # fmt: skip
+        assert r.code == 0, r.err
+        return [x["run_id"] for x in json.loads(r.out)], r.err
+
+    ids, err = validate("all")
+    assert ids == [good["run_id"]]
+    assert "left out 1 run with failed tasks" in err and bad["run_id"] in err
+    ids, err = validate(f"{good['run_id']},{bad['run_id']}")
+    assert ids == [good["run_id"], bad["run_id"]] and "left out" not in err
+    r = iowatt(capsys, "sim", "tasks", "--validate", bad["run_id"], "--results", tmp_path / "r")
+    assert r.code == 0, r.err
+    assert f"{bad['run_id']}!" in r.out and "!: a run with failed tasks" in r.out
 
 
 @pytest.mark.slow

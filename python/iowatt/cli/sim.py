@@ -518,34 +518,38 @@ def _print_tasks(rows: list[dict[str, Any]]) -> None:
 def _validate(refs: str, results: Path, save_model: Path | None, as_json: bool) -> None:
     from iowatt.tasks.validate import model_toml, validate
 
-    model, rows = validate(results, refs)
+    model, rows = validate(results, refs, note=lambda m: click.echo(f"note: {m}", err=True))
     if save_model is not None:
         save_model.write_text(model_toml(model))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     node = model["node"]
+    # A disk is calibrated from a run's probe; a set that reads nothing has none.
+    disks = [
+        f"{k} {d['seq_mb_s']:.0f} MB/s, switch {d['switch_s'] * 1e3:.1f} ms"
+        for k, d in model["disks"].items()
+        if "seq_mb_s" in d
+    ]
     click.echo(
         f"calibrated from {len(rows)} runs: {node['cores']} cores, ht_gain "
         f"{node['ht_gain']:g}, power {node['idle_w']:.1f} W idle + {node['core_w']:.2f} W "
-        f"per busy core; disks: "
-        + ", ".join(
-            f"{k} {d['seq_mb_s']:.0f} MB/s, switch {d['switch_s'] * 1e3:.1f} ms"
-            for k, d in model["disks"].items()
-            if k not in ("hdd", "ssd") or any(r["disk"] == k for r in rows)
-        )
+        f"per busy core; disks: " + (", ".join(disks) or "none (no run read input)")
     )
     click.echo(
-        f"{'run':<28} {'set':<12} {'disk':<5} {'k':>2} {'jobs/h meas':>11} "
+        f"{'run':<29} {'set':<12} {'disk':<5} {'k':>2} {'jobs/h meas':>11} "
         f"{'pred':>8} {'err':>7} {'Wh/job meas':>11} {'pred':>7} {'err':>7}"
     )
     for r in rows:
+        mark = "!" if r["failed_tasks"] else ""
         click.echo(
-            f"{r['run_id']:<28} {r['set']:<12} {r['disk']:<5} {r['per_core']:>2} "
+            f"{r['run_id'] + mark:<29} {r['set']:<12} {r['disk']:<5} {r['per_core']:>2} "
             f"{r['jobs_per_h_measured']:>11.1f} {r['jobs_per_h_predicted']:>8.1f} "
             f"{pct_cell(r['jobs_per_h_error_pct'])} {cell(r['wh_per_job_measured'], '11.4f')} "
             f"{r['wh_per_job_predicted']:>7.4f} {pct_cell(r['wh_per_job_error_pct'])}"
         )
+    if any(r["failed_tasks"] for r in rows):
+        click.echo("!: a run with failed tasks, named to be validated against")
     errors = [abs(r["jobs_per_h_error_pct"]) for r in rows if r["jobs_per_h_error_pct"] is not None]
     if errors:
         click.echo(

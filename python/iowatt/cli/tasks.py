@@ -186,8 +186,17 @@ class _Shown:
                 f"{head}: {r['done']}/{r['tasks']} tasks in "
                 f"{format_duration(r['makespan_s'])}, {cell(r['jobs_per_h'], '.1f')} jobs/h, "
                 f"{cell(r['avg_w'], '.1f')} W ({r['power']}), "
-                f"{cell(r['wh_per_job'], '.3f')} Wh/job → {o.run_dir}"
+                f"{cell(r['wh_per_job'], '.3f')} Wh/job{_failed(r)} → {o.run_dir}"
             )
+
+
+def _failed(row: dict[str, Any]) -> str:
+    """The run's failed tasks by kind, e.g. `; failed tasks: 1 failed, 2 timeout`."""
+    failed = row.get("failed_tasks")
+    if not failed:
+        return ""
+    kinds = failed.get("kinds") or {"not ok": failed["count"]}
+    return "; failed tasks: " + ", ".join(f"{n} {kind}" for kind, n in kinds.items())
 
 
 def _format(table: list[dict[str, Any]], base: str | None) -> str:
@@ -197,11 +206,17 @@ def _format(table: list[dict[str, Any]], base: str | None) -> str:
     )
     lines = [f"{'':58}vs 1 per core on {base}", head]
     for e in table:
+        runs = f"{e['runs']}{'!' if e['runs_with_failed_tasks'] else ''}"
         lines.append(
-            f"{e['set']:<12} {e['disk']:<6} {e['per_core']:>2} {e['runs']:>4} "
+            f"{e['set']:<12} {e['disk']:<6} {e['per_core']:>2} {runs:>4} "
             f"{cell(e['jobs_per_h'], '9.1f')} {cell(e['jobs_per_h_ci'], '7.1f')} "
             f"{cell(e['wh_per_job'], '8.3f')} {cell(e['avg_w'], '7.1f')}  "
             f"{pct_cell(e['jobs_per_h_vs_base'])} {pct_cell(e['wh_per_job_vs_base'])} "
             f"{pct_cell(e['avg_w_vs_base'])}"
+        )
+    flagged = sum(e["runs_with_failed_tasks"] for e in table)
+    if flagged:
+        lines.append(
+            f"!: {flagged} of the runs had failed tasks (jobs/h counts the tasks that succeeded)"
         )
     return "\n".join(lines)

@@ -213,6 +213,7 @@ def _rows(run_dir: Path, manifest: Mapping[str, Any], summary: Mapping[str, Any]
             _float(t["wh_per_job"]),
             t["power"],
             _text(t["key"]),
+            _failed_tasks(t),
         ]
     return rows
 
@@ -240,6 +241,15 @@ def energy_rows(power: Mapping[str, Any]) -> Iterator[list[Any]]:
                 _float(e.get("j_per_op")),
                 _float(e.get("j_per_byte")),
             ]
+
+
+def _failed_tasks(row: Mapping[str, Any]) -> str | None:
+    """A tasks run's ``failed_tasks`` as JSON text; a run written before it was recorded has
+    only the count."""
+    failed = row.get("failed_tasks")
+    if failed is None and row.get("failed"):
+        failed = {"count": row["failed"], "kinds": None}
+    return None if failed is None else json.dumps(failed)
 
 
 def _text(value: Any) -> str:

@@ -59,13 +59,15 @@ def totals(
 ) -> dict[str, Any]:
     """A run's headline: segments (one per invocation that worked on it) add up."""
     ok = sum(1 for r in records if r["status"] == "ok")
+    failed = failed_tasks(records)
     span = sum(s["makespan_s"] for s in segments)
     energies = [s["energy_j"] for s in segments]
     energy = sum(energies) if energies and all(e is not None for e in energies) else None
     peaks = [s["peak_w"] for s in segments if s["peak_w"] is not None]
     return {
         "done": ok,
-        "failed": sum(1 for r in records if r["status"] != "ok"),
+        "failed": failed["count"] if failed else 0,
+        "failed_tasks": failed,
         "makespan_s": span,
         "jobs_per_h": ok * 3600 / span if span > 0 else None,
         "energy_j": energy,
@@ -74,3 +76,13 @@ def totals(
         "wh_per_job": energy / 3600 / ok if energy is not None and ok else None,
         "power": segments[-1]["power"] if segments else None,
     }
+
+
+def failed_tasks(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """How many tasks did not end ``ok`` and how each ended (``failed``, ``killed``,
+    ``timeout``, ``out-of-memory``); None when every one did."""
+    kinds: dict[str, int] = {}
+    for r in records:
+        if r["status"] != "ok":
+            kinds[r["status"]] = kinds.get(r["status"], 0) + 1
+    return {"count": sum(kinds.values()), "kinds": dict(sorted(kinds.items()))} if kinds else None

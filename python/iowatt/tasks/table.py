@@ -1,6 +1,7 @@
 """The study's table from a session's runs: per set, location and k, the mean over repetitions
-of jobs/h, Wh/job and average watts, with a 95 % t-interval on jobs/h, and each against the
-baseline — 1 task per core on the location named ``hdd`` (else the first location)."""
+of jobs/h, Wh/job and average watts, with a 95 % t-interval on jobs/h and how many of the
+runs had failed tasks, and each against the baseline — 1 task per core on the location named
+``hdd`` (else the first location)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,13 @@ def study_table(rows: Sequence[dict[str, Any]], locations: Sequence[str]) -> lis
     base_disk = baseline_disk(locations)
     out = []
     for (name, disk, k), rs in groups.items():
-        entry: dict[str, Any] = {"set": name, "disk": disk, "per_core": k, "runs": len(rs)}
+        entry: dict[str, Any] = {
+            "set": name,
+            "disk": disk,
+            "per_core": k,
+            "runs": len(rs),
+            "runs_with_failed_tasks": sum(1 for r in rs if r.get("failed")),
+        }
         for m in METRICS:
             entry[m], ci = mean_ci([r.get(m) for r in rs])
             if m == "jobs_per_h":

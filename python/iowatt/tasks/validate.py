@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,24 +33,42 @@ from iowatt.tasks.plan import CHUNK
 SLICE_MB = 8.0
 
 
-def select_runs(results: Path, refs: str) -> list[Path]:
-    """Complete tasks runs: ``all``, or a comma list of run ids (or prefixes)."""
+def select_runs(
+    results: Path, refs: str, note: Callable[[str], None] = lambda _: None
+) -> list[Path]:
+    """Complete tasks runs: ``all``, or a comma list of run ids (or prefixes). ``all`` leaves
+    out runs with failed tasks (their makespan is not the set's), saying so through ``note``;
+    a run named is kept whatever became of its tasks."""
     from iowatt.store.catalog import catalog
 
     with catalog(results) as con:
         found = con.execute(
-            "SELECT run_id, path FROM runs WHERE kind = 'tasks' AND status = 'complete' "
-            "ORDER BY started"
+            "SELECT r.run_id, r.path, coalesce(t.failed, 0) FROM runs r "
+            "LEFT JOIN task_runs t USING (run_id) "
+            "WHERE r.kind = 'tasks' AND r.status = 'complete' ORDER BY r.started"
         ).fetchall()
-    if refs.strip() != "all":
+    flagged: list[str] = []
+    if refs.strip() == "all":
+        flagged = [i for i, _, failed in found if failed]
+        found = [row for row in found if not row[2]]
+    else:
         wanted = [r.strip() for r in refs.split(",") if r.strip()]
-        found = [(i, p) for i, p in found if any(i.startswith(w) for w in wanted)]
+        found = [row for row in found if any(row[0].startswith(w) for w in wanted)]
+    if flagged:
+        runs = "1 run" if len(flagged) == 1 else f"{len(flagged)} runs"
+        note(
+            f"left out {runs} with failed tasks ({', '.join(flagged)}); "
+            "name a run to validate against it"
+        )
     if not found:
         raise ConfigError(
-            f"--validate `{refs}`: no complete tasks runs match in `{results}`",
-            "run `iowatt tasks` first, or list runs with `iowatt runs`",
+            f"--validate `{refs}`: no complete tasks runs match in `{results}`"
+            + (" without failed tasks" if flagged else ""),
+            "name runs with failed tasks to use them"
+            if flagged
+            else "run `iowatt tasks` first, or list runs with `iowatt runs`",
         )
-    return [Path(p) for _, p in found]
+    return [Path(p) for _, p, _ in found]
 
 
 def _load(run_dir: Path) -> dict[str, Any]:
@@ -174,9 +193,12 @@ def predict(run: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def validate(results: Path, refs: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the calibrated model, one row per run: measured, predicted and the error in %)."""
-    runs = [_load(p) for p in select_runs(results, refs)]
+def validate(
+    results: Path, refs: str, note: Callable[[str], None] = lambda _: None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the calibrated model, one row per run: measured, predicted and the error in %);
+    ``note`` hears which runs were left out."""
+    runs = [_load(p) for p in select_runs(results, refs, note)]
     model = calibrate(runs)
     rows = []
     for r in runs:
@@ -189,6 +211,9 @@ def validate(results: Path, refs: str) -> tuple[dict[str, Any], list[dict[str, A
             "per_core": m["per_core"],
             "rep": m["rep"],
             "power": m["power"],
+            # A run written before the kinds were recorded has only their count.
+            "failed_tasks": m.get("failed_tasks")
+            or ({"count": m["failed"], "kinds": None} if m.get("failed") else None),
         }
         for key in ("jobs_per_h", "wh_per_job", "avg_w", "makespan_s"):
             row[f"{key}_measured"], row[f"{key}_predicted"] = m[key], p[key]
