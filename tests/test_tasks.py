@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -24,6 +25,7 @@ from iowatt.tasks.figures import interval_energy, makespan_s, totals
 from iowatt.tasks.taskset import KEYS as KEYS_OF_A_TYPE
 from iowatt.tasks.taskset import load
 from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
+from support.emulated import MountProcess, mount_dirs
 
 KEYS = {"set", "disk", "per_core", "makespan_s", "jobs_per_h", "avg_w", "wh_per_job"}
 
@@ -277,6 +279,8 @@ def test_the_synthetic_tasks_read_their_fresh_input_and_spend_their_cpu(capsys, 
     tasks = {t["type"]: t for t in tasks_of(run_dir)}
     ana, sim = (json.loads(tasks[k]["summary"]) for k in ("ana", "sim"))
     assert ana["bytes_read"] == 6_000_000 and sim["bytes_held"] == 50_000_000
+    assert tasks["ana"]["rchar"] >= 6_000_000 and tasks["ana"]["syscr"] > 0
+    assert row["rchar"] >= 6_000_000 and row["mean_read_b"] > 0
     assert tasks["ana"]["cpu_s"] >= 0.3 and tasks["sim"]["cpu_s"] >= 0.4
     assert tasks["sim"]["max_rss_bytes"] >= 50_000_000
     probe = summary(run_dir)["probe"]
@@ -285,6 +289,59 @@ def test_the_synthetic_tasks_read_their_fresh_input_and_spend_their_cpu(capsys, 
     assert util["t_s"] and max(util["cpu_busy"]) > 0.5
     power = pq.read_table(run_dir / "power.parquet").to_pydict()
     assert set(power["source"]) == {"model"}
+
+
+def test_a_task_s_reads_are_counted_on_any_file_system(tmp_path):
+    # /proc/PID/io's figures, read between the task's end and its reaping: a shell's include
+    # those of the children it reaped.
+    from iowatt.tasks.execute import run_task
+
+    data = tmp_path / "in.dat"
+    data.write_bytes(os.urandom(3_000_000))
+    spec = {
+        "index": 0,
+        "type": "cat",
+        "batch": 0,
+        "command": "cat {input} && true",
+        "input": str(data),
+        "output": str(tmp_path / "out.json"),
+        "stderr": str(tmp_path / "err.txt"),
+        "cpu_s": 0.0,
+        "memory": 0,
+        "chunk": 1 << 20,
+        "timeout_s": None,
+    }
+    rec = run_task(spec)
+    assert rec["status"] == "ok"
+    assert rec["rchar"] >= 3_000_000 and rec["syscr"] > 0
+
+
+@pytest.fixture
+def emulated(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
+    yield from mount_dirs(tmp_path)
+
+
+@pytest.mark.needs_root
+@pytest.mark.slow
+def test_a_run_on_an_emulated_disk_records_what_the_disk_served(capsys, tmp_path, emulated):
+    backing, mount, results = emulated
+    m = MountProcess(backing, mount, results)
+    s = set_file(
+        tmp_path,
+        {"cat": 'command = "cat {input}"\ninput_mb = 2.0'},
+        'cats = { repeat = 2, tasks = ["cat"] }',
+    )
+    try:
+        r = iowatt(capsys, "tasks", s, "--data", f"hdd={mount}", "--cores", "1", "--results",
+                   tmp_path / "r", "--json", "--quiet")  # fmt: skip
+    finally:
+        code, _, err = m.stop()
+    assert r.code == 0, r.err
+    assert code == 0, err
+    run_dir = runs_in(tmp_path / "r")[0]
+    disk = summary(run_dir)["emulated_disk"]
+    assert disk["requests"] > 0 and disk["read_bytes"] >= 2 * 2_000_000
+    assert all(t["rchar"] >= 2_000_000 for t in tasks_of(run_dir))
 
 
 @pytest.mark.slow

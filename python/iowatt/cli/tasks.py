@@ -13,7 +13,7 @@ from iowatt.cli.progress import Bars
 from iowatt.cli.serve_options import served
 from iowatt.power.sources import DEFAULT_HZ, SOURCE_HELP
 from iowatt.store.runs import results_dir
-from iowatt.units import format_duration, parse_labels
+from iowatt.units import format_bytes, format_duration, parse_labels
 
 if TYPE_CHECKING:
     from iowatt.tasks.plan import RunSpec
@@ -186,8 +186,15 @@ class _Shown:
                 f"{head}: {r['done']}/{r['tasks']} tasks in "
                 f"{format_duration(r['makespan_s'])}, {cell(r['jobs_per_h'], '.1f')} jobs/h, "
                 f"{cell(r['avg_w'], '.1f')} W ({r['power']}), "
-                f"{cell(r['wh_per_job'], '.3f')} Wh/job{_failed(r)} → {o.run_dir}"
+                f"{cell(r['wh_per_job'], '.3f')} Wh/job{_reads(r)}{_failed(r)} → {o.run_dir}"
             )
+
+
+def _reads(row: dict[str, Any]) -> str:
+    """What the tasks read, e.g. `, read 24 MB in 4 MiB reads`."""
+    if not row.get("rchar") or not row.get("mean_read_b"):
+        return ""
+    return f", read {format_bytes(row['rchar'])} in {format_bytes(row['mean_read_b'])} reads"
 
 
 def _failed(row: dict[str, Any]) -> str:

@@ -443,7 +443,9 @@ TASKS_SCHEMA = pa.schema(
         ("end_ns", pa.int64()),
         ("wall_s", pa.float64()),
         ("cpu_s", pa.float64()),
-        ("bytes_read", pa.int64()),
+        ("bytes_read", pa.int64()),  # the block layer's (ru_inblock)
+        ("rchar", pa.int64()),  # read(2) and friends, on any file system (/proc/PID/io)
+        ("syscr", pa.int64()),
         ("max_rss_bytes", pa.int64()),
         ("host", pa.string()),
         ("error", pa.string()),

@@ -8,10 +8,12 @@ only that directory is removed afterwards.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from iowatt import pagecache
 from iowatt.errors import ConfigError
@@ -32,6 +34,36 @@ class Location:
         whose device numbers have major 0)."""
         dev = os.stat(self.path).st_dev
         return dev if os.major(dev) != 0 else None
+
+
+# What a run keeps of an emulated disk's counters (`iowatt emulate mount`, docs/emulate.md).
+DISK_COUNTERS = ("read_ops", "write_ops", "read_bytes", "write_bytes", "energy_j")
+
+
+def disk_counters(location: Location) -> dict[str, float] | None:
+    """The emulated disk's counters now, when the location is an ``iowatt emulate mount``
+    (it has ``.iowatt/counters.json``); None for any other directory."""
+    try:
+        counters = json.loads((location.path / ".iowatt" / "counters.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(counters, dict):
+        return None
+    return {k: counters[k] for k in DISK_COUNTERS if isinstance(counters.get(k), int | float)}
+
+
+def disk_totals(segments: list[dict[str, Any]]) -> dict[str, float] | None:
+    """What the emulated disk served for the run: each counter's growth over every segment
+    measured on it, with ``requests`` (reads and writes) and the mean bytes per request."""
+    pairs = [s["disk_counters"] for s in segments if s.get("disk_counters")]
+    if not pairs:
+        return None
+    out = {
+        k: sum(p["after"].get(k, 0) - p["before"].get(k, 0) for p in pairs) for k in DISK_COUNTERS
+    }
+    out["requests"] = out["read_ops"] + out["write_ops"]
+    out["mean_read_b"] = out["read_bytes"] / out["read_ops"] if out["read_ops"] else None
+    return out
 
 
 def parse_locations(items: tuple[str, ...]) -> list[Location]:

@@ -1,11 +1,14 @@
 """What a Dask worker does with one task: start its process, wait for it (or for its timeout,
 or for the run to stop), and return what it cost — start and end, CPU time, bytes read from the
-block layer, peak memory — and how it ended.
+block layer, bytes and calls read on any file system (``rchar``, ``syscr``), peak memory — and
+how it ended.
 
 The process gets a session of its own, so a Ctrl-C at the terminal reaches iowatt and not the
 tasks; iowatt then sets the run's stop event and every waiting worker kills its task's process
 group. The wait is on a pidfd, so a task's end is seen at once (no polling delay to add to the
-makespan); ``wait4`` gives its resource usage.
+makespan). Before ``wait4`` reaps it (and gives its resource usage), ``waitid`` with
+``WNOWAIT`` waits for it to have ended while its ``/proc/PID/io`` is still there to read: a
+shell's figures include those of the children it reaped.
 """
 
 from __future__ import annotations
@@ -72,6 +75,10 @@ def run_task(spec: dict[str, Any], stop: str | None = None) -> dict[str, Any]:
         ],
     )
     ended_by = _wait(pid, spec.get("timeout_s"), event)
+    # Ended, not yet reaped: its /proc entry still holds what it (and the children it reaped)
+    # read through read(2) and friends, on any file system.
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    io = _proc_io(pid)
     _, status, usage = os.wait4(pid, 0)
     end_ns = time.time_ns()
     code = os.waitstatus_to_exitcode(status)
@@ -92,6 +99,8 @@ def run_task(spec: dict[str, Any], stop: str | None = None) -> dict[str, Any]:
         "end_ns": end_ns,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "bytes_read": usage.ru_inblock * 512,
+        "rchar": io.get("rchar"),
+        "syscr": io.get("syscr"),
         "max_rss_bytes": usage.ru_maxrss * 1024,
         "host": os.uname().nodename,
         "error": None if ended_by == "ok" else _tail(err),
@@ -121,6 +130,16 @@ def _wait(pid: int, timeout_s: float | None, event: Any) -> str | None:
             return reason
     finally:
         os.close(fd)
+
+
+def _proc_io(pid: int) -> dict[str, int]:
+    """``/proc/PID/io``'s counters (none where the kernel keeps no I/O accounting)."""
+    out = {}
+    for line in (_read(f"/proc/{pid}/io") or "").splitlines():
+        key, _, value = line.partition(":")
+        if value.strip().isdigit():
+            out[key] = int(value)
+    return out
 
 
 def _event(name: str | None) -> Any:

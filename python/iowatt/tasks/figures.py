@@ -60,6 +60,8 @@ def totals(
     """A run's headline: segments (one per invocation that worked on it) add up."""
     ok = sum(1 for r in records if r["status"] == "ok")
     failed = failed_tasks(records)
+    rchar = [r["rchar"] for r in records if r.get("rchar") is not None]
+    syscr = [r["syscr"] for r in records if r.get("syscr") is not None]
     span = sum(s["makespan_s"] for s in segments)
     energies = [s["energy_j"] for s in segments]
     energy = sum(energies) if energies and all(e is not None for e in energies) else None
@@ -75,6 +77,10 @@ def totals(
         "peak_w": max(peaks) if peaks else None,
         "wh_per_job": energy / 3600 / ok if energy is not None and ok else None,
         "power": segments[-1]["power"] if segments else None,
+        # What the tasks read on any file system (/proc/PID/io) and the mean size of a read.
+        "rchar": sum(rchar) if rchar else None,
+        "syscr": sum(syscr) if syscr else None,
+        "mean_read_b": sum(rchar) / sum(syscr) if rchar and sum(syscr) else None,
     }
 
 

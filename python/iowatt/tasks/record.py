@@ -13,6 +13,7 @@ import numpy as np
 
 from iowatt.hostinfo import smt_active
 from iowatt.store.runs import read_summary
+from iowatt.tasks.data import disk_totals
 from iowatt.tasks.figures import totals
 from iowatt.tasks.plan import RunSpec, TasksPlan
 
@@ -29,6 +30,8 @@ TASK_KEYS = (
     "end_ns",
     "cpu_s",
     "bytes_read",
+    "rchar",
+    "syscr",
     "max_rss_bytes",
     "host",
     "error",
@@ -117,7 +120,13 @@ def write_run(
         seed=None,
         labels=labels(spec, plan),
         config=config,
-        summary={"tasks": row, "segments": live.segments, "probe": live.probe, "smt": smt_active()},
+        summary={
+            "tasks": row,
+            "segments": live.segments,
+            "probe": live.probe,
+            "smt": smt_active(),
+            "emulated_disk": disk_totals(live.segments),
+        },
     )
     first = min((r["start_ns"] for r in live.records), default=time.time_ns())
     writer.write_table("tasks.parquet", _tasks_table(run_id, live.records, first, TASKS_SCHEMA, pa))

@@ -312,6 +312,7 @@ def _measure(
     monitor = Monitor(spec.location.devnum)
     power = PowerSession(plan.power, plan.power_hz, 0.0, None)
     power.start(progress.note)
+    counters = data.disk_counters(spec.location)
     mono0, real0 = time.monotonic_ns(), time.time_ns()
     monitor.start()
     queue = deque(specs)
@@ -353,8 +354,11 @@ def _measure(
     finally:
         samples = monitor.stop()
         power.stop()
+    after = data.disk_counters(spec.location) if counters is not None else None
     live.records += [r for r in records if r["status"] != "interrupted"]
     live.segments.append(_segment(plan, spec, records, samples, power, mono0, real0))
+    if counters is not None and after is not None:
+        live.segments[-1]["disk_counters"] = {"before": counters, "after": after}
     if interrupted:
         raise KeyboardInterrupt
 
