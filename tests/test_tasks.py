@@ -240,6 +240,62 @@ def test_an_interrupted_run_keeps_its_finished_tasks_and_the_same_command_finish
     assert again.returncode == 0 and len(runs_in(tmp_path / "r")) == 2
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("group", ["cgroup", "session"])
+def test_a_run_s_tasks_share_one_cpu_group_and_a_timeout_kills_only_its_own_task(
+    capsys, tmp_path, monkeypatch, group
+):
+    from iowatt.sweep.throttle import find_hierarchy
+
+    if group == "session":  # no CPU cgroup to be had: one launcher's session
+        monkeypatch.setattr("iowatt.tasks.cgroup.find_hierarchy", lambda **_: None)
+    elif os.geteuid() != 0 or find_hierarchy(v1_file="cpu.shares", v2_controller="cpu") is None:
+        pytest.skip("no CPU cgroup can be made here")
+    where = "cat /proc/$$/stat /proc/self/cgroup > {output}"
+    s = set_file(
+        tmp_path,
+        {
+            "first": f'command = "{where}; sleep 1"',
+            "slow": 'command = "sleep 60"',
+            "later": f'command = "{where}; sleep 1.5"',
+        },
+        # Two slots: `later` starts as `first` ends, and is running when `slow` times out.
+        'x = { tasks = ["first", "slow", "later"] }',
+    )
+    run(capsys, tmp_path, s, "--cores", "2", "--timeout", "2s")
+    run_dir = runs_in(tmp_path / "r")[0]
+    tasks = {t["type"]: t for t in tasks_of(run_dir)}
+    assert {k: t["status"] for k, t in tasks.items()} == {
+        "first": "ok",
+        "slow": "timeout",
+        "later": "ok",
+    }
+    slow, later = tasks["slow"], tasks["later"]
+    assert later["start_ns"] < slow["end_ns"] < later["end_ns"]
+    placed = manifest(run_dir)["config"]["cpu_group"]
+    assert placed["kind"] == group
+    sessions = set()
+    for t in (tasks["first"], tasks["later"]):
+        stat, *cgroups = t["summary"].splitlines()
+        pid, _, rest = stat.partition(" (")
+        pgrp, session = (int(x) for x in rest.split(") ")[1].split()[2:4])
+        assert pgrp == int(pid)  # a process group of its own: what a timeout kills
+        sessions.add(session)
+        if group == "cgroup":
+            name = f"/iowatt-tasks-{os.getpid()}"
+            assert placed["path"].endswith(name)
+            v1 = placed["version"] == "v1"
+            (cpu,) = (
+                c
+                for c in cgroups
+                if ("cpu" in c.split(":")[1].split(",") if v1 else c[:3] == "0::")
+            )
+            assert cpu.endswith(name), cgroups
+    if group == "session":
+        # One session for all of them, not iowatt's: one autogroup.
+        assert len(sessions) == 1 and sessions != {os.getsid(0)}
+
+
 def test_a_set_that_would_not_fit_in_memory_at_this_k_is_refused(capsys, tmp_path):
     s = set_file(
         tmp_path,

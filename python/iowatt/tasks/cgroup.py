@@ -1,17 +1,100 @@
-"""``--memory``: the node's memory made real — a memory cgroup holding every task, capped at that
-size, so a task that outgrows it is killed by the kernel and reported as out of memory (the
-cgroup counts its OOM kills) rather than taking the machine down. cgroup v1's ``memory``
-hierarchy when mounted, else a cgroup v2 mount with the ``memory`` controller.
+"""Where a run's tasks live, so that they share the machine as one:
+
+- ``--memory``: the node's memory made real — a memory cgroup holding every task, capped at that
+  size, so a task that outgrows it is killed by the kernel and reported as out of memory (the
+  cgroup counts its OOM kills) rather than taking the machine down. cgroup v1's ``memory``
+  hierarchy when mounted, else a cgroup v2 mount with the ``memory`` controller.
+- always: one CPU cgroup for every task (cgroup v1's ``cpu`` hierarchy, else v2's ``cpu``
+  controller; on v2 the memory cgroup itself, on v1 the group of the same name), so the
+  scheduler weighs the run's tasks together against the rest of the machine, as one job. Where
+  none can be made (no such hierarchy, not root), the tasks are started by one launcher
+  process (:mod:`iowatt.tasks.launcher`) that called setsid once: they share its session, and
+  so one autogroup, each still in a process group of its own.
+
+A task enters its cgroups before exec (``iowatt.tasks.execute.ENTER``), so its every page and
+CPU second is charged to them.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
+from pathlib import Path
+from typing import Any
 
 from iowatt.errors import SourceUnavailableError
 from iowatt.sweep.throttle import find_hierarchy, make_cgroup
+
+
+def group_name() -> str:
+    return f"iowatt-tasks-{os.getpid()}"
+
+
+@contextmanager
+def task_groups(memory_gb: float | None, here: bool) -> Iterator[dict[str, Any]]:
+    """What every task of the session needs to enter its groups (``cgroup_procs``, or
+    ``launcher``), where its OOM kills are counted (``oom_counter``), and how its CPU is
+    grouped (``cpu_group``, for the manifest). ``here``: the workers are on this machine,
+    where the cgroups are made; elsewhere each worker process starts its own launcher."""
+    with ExitStack() as stack:
+        out: dict[str, Any] = {"cgroup_procs": []}
+        memory = None
+        if memory_gb is not None and here:
+            memory = stack.enter_context(memory_cgroup(memory_gb))
+            out["cgroup_procs"].append(memory["cgroup_procs"])
+            out["oom_counter"] = memory["oom_counter"]
+        cpu = stack.enter_context(cpu_cgroup(memory)) if here else None
+        if cpu is None:
+            out["launcher"] = True
+            out["cpu_group"] = {"kind": "session", "path": None, "version": None}
+        else:
+            if cpu["cgroup_procs"] not in out["cgroup_procs"]:
+                out["cgroup_procs"].append(cpu["cgroup_procs"])
+            out["cpu_group"] = {"kind": "cgroup", "path": cpu["path"], "version": cpu["version"]}
+        yield out
+
+
+@contextmanager
+def cpu_cgroup(memory: dict[str, str] | None = None) -> Iterator[dict[str, str] | None]:
+    """The run's CPU cgroup (``cgroup_procs``, ``path``, ``version``), or None where none can
+    be made. On cgroup v2 with a memory cgroup, that same group with the ``cpu`` controller."""
+    found = find_hierarchy(v1_file="cpu.shares", v2_controller="cpu")
+    if found is None:
+        yield None
+        return
+    path = found.root / group_name()
+    shared = memory is not None and Path(memory["cgroup_procs"]).parent == path
+    try:
+        if found.version == "v2":
+            _enable_cpu(found.root)
+        if not shared:
+            make_cgroup(path)
+        if not (path / ("cpu.shares" if found.version == "v1" else "cpu.weight")).exists():
+            raise OSError("no cpu controller in the group")
+    except OSError:
+        if not shared:
+            with suppress(OSError):
+                os.rmdir(path)
+        yield None
+        return
+    try:
+        yield {
+            "cgroup_procs": str(path / "cgroup.procs"),
+            "path": str(path),
+            "version": found.version,
+        }
+    finally:
+        if not shared:
+            with suppress(OSError):  # a task still inside: the next iowatt removes it
+                os.rmdir(path)
+
+
+def _enable_cpu(root: Path) -> None:
+    """Makes the ``cpu`` controller available to cgroup v2 ``root``'s children."""
+    control = root / "cgroup.subtree_control"
+    if "cpu" not in control.read_text().split():
+        control.write_text("+cpu")
 
 
 @contextmanager
@@ -25,7 +108,7 @@ def memory_cgroup(memory_gb: float) -> Iterator[dict[str, str]]:
             "mount cgroup v1 memory or use a cgroup v2 host with the memory controller",
         )
     version, root = found.version, found.root
-    path = root / f"iowatt-tasks-{os.getpid()}"
+    path = root / group_name()
     limit = str(int(memory_gb * 1e9))
     try:
         make_cgroup(path)

@@ -3,24 +3,31 @@ or for the run to stop), and return what it cost — start and end, CPU time, by
 block layer, bytes and calls read on any file system (``rchar``, ``syscr``), peak memory — and
 how it ended.
 
-The process gets a session of its own, so a Ctrl-C at the terminal reaches iowatt and not the
-tasks; iowatt then sets the run's stop event and every waiting worker kills its task's process
-group. The wait is on a pidfd, so a task's end is seen at once (no polling delay to add to the
-makespan). Before ``wait4`` reaps it (and gives its resource usage), ``waitid`` with
-``WNOWAIT`` waits for it to have ended while its ``/proc/PID/io`` is still there to read: a
-shell's figures include those of the children it reaped.
+The process is in the run's cgroups (``cgroup_procs``; :mod:`iowatt.tasks.cgroup`) and gets a
+session of its own — or, where no CPU cgroup could be made (``launcher``), is started by this
+worker process's launcher (:mod:`iowatt.tasks.launcher`), in the launcher's session and a
+process group of its own. Either way a Ctrl-C at the terminal reaches iowatt and not the tasks;
+iowatt then sets the run's stop event and every waiting worker kills its task's process group.
+The wait is on a pidfd (or the launcher's answer), so a task's end is seen at once (no polling
+delay to add to the makespan). Before ``wait4`` reaps it (and gives its resource usage),
+``waitid`` with ``WNOWAIT`` waits for it to have ended while its ``/proc/PID/io`` is still
+there to read: a shell's figures include those of the children it reaped.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import select
 import signal
 import sys
 import time
 from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from iowatt.tasks.launcher import launcher, proc_io
 
 # How often a waiting worker checks the stop event and the timeout.
 CHECK_S = 0.5
@@ -28,6 +35,11 @@ CHECK_S = 0.5
 KILLED = (-signal.SIGKILL, 128 + signal.SIGKILL)
 # Kept of a failed task's standard error.
 ERR_TAIL = 2000
+# `sh -c ENTER N PROCS... ARGV...`: writes its pid to the N cgroup.procs files, then execs ARGV.
+ENTER = (
+    'n=$0; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 126; shift; n=$((n - 1)); done; '
+    'exec "$@"'
+)
 
 
 def command_argv(spec: dict[str, Any]) -> list[str]:
@@ -56,32 +68,18 @@ def command_argv(spec: dict[str, Any]) -> list[str]:
 def run_task(spec: dict[str, Any], stop: str | None = None) -> dict[str, Any]:
     """Runs one task; ``stop`` names the Dask event that ends the run early."""
     argv = command_argv(spec)
-    if spec.get("cgroup_procs"):
-        # Enter the memory cgroup before exec, so the task's every page is charged to it.
-        argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', spec["cgroup_procs"], *argv]
+    procs = spec.get("cgroup_procs") or []
+    if procs:
+        # Enter the cgroups before exec, so the task's every page and CPU second is theirs.
+        argv = ["/bin/sh", "-c", ENTER, str(len(procs)), *procs, *argv]
     err = Path(spec["stderr"])
     event = _event(stop)
     oom_before = _oom_kills(spec.get("oom_counter"))
-    start_ns = time.time_ns()
-    pid = os.posix_spawn(
-        argv[0],
-        argv,
-        dict(os.environ),
-        setsid=True,
-        file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 2, str(err), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
-        ],
-    )
-    ended_by = _wait(pid, spec.get("timeout_s"), event)
-    # Ended, not yet reaped: its /proc entry still holds what it (and the children it reaped)
-    # read through read(2) and friends, on any file system.
-    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-    io = _proc_io(pid)
-    _, status, usage = os.wait4(pid, 0)
-    end_ns = time.time_ns()
-    code = os.waitstatus_to_exitcode(status)
+    deadline = None if spec.get("timeout_s") is None else time.monotonic() + spec["timeout_s"]
+    run = _launched if spec.get("launcher") else _spawned
+    ended = run(argv, str(err), deadline, event)
+    code = os.waitstatus_to_exitcode(ended.status)
+    ended_by = ended.reason
     if ended_by is None:
         if code == 0:
             ended_by = "ok"
@@ -95,51 +93,135 @@ def run_task(spec: dict[str, Any], stop: str | None = None) -> dict[str, Any]:
         "batch": spec["batch"],
         "status": ended_by,
         "exit_code": code,
-        "start_ns": start_ns,
-        "end_ns": end_ns,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "bytes_read": usage.ru_inblock * 512,
-        "rchar": io.get("rchar"),
-        "syscr": io.get("syscr"),
-        "max_rss_bytes": usage.ru_maxrss * 1024,
+        "start_ns": ended.start_ns,
+        "end_ns": ended.end_ns,
+        "cpu_s": ended.cpu_s,
+        "bytes_read": ended.inblock * 512,
+        "rchar": ended.io.get("rchar"),
+        "syscr": ended.io.get("syscr"),
+        "max_rss_bytes": ended.maxrss_kb * 1024,
         "host": os.uname().nodename,
-        "error": None if ended_by == "ok" else _tail(err),
+        "error": ended.error or (None if ended_by == "ok" else _tail(err)),
         "summary": _read(spec["output"]),
     }
 
 
-def _wait(pid: int, timeout_s: float | None, event: Any) -> str | None:
+@dataclass
+class _Ended:
+    """How a task's process ended (``reason``: why iowatt killed it, if it did) and what it
+    cost."""
+
+    reason: str | None
+    status: int
+    start_ns: int
+    end_ns: int
+    cpu_s: float = 0.0
+    inblock: int = 0
+    maxrss_kb: int = 0
+    io: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+
+def _spawned(argv: list[str], err: str, deadline: float | None, event: Any) -> _Ended:
+    """Started here, in a session of its own."""
+    start_ns = time.time_ns()
+    pid = os.posix_spawn(
+        argv[0],
+        argv,
+        dict(os.environ),
+        setsid=True,
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 2, err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+        ],
+    )
+    reason = _wait(pid, deadline, event)
+    # Ended, not yet reaped: its /proc entry still holds what it (and the children it reaped)
+    # read through read(2) and friends, on any file system.
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    io = proc_io(pid)
+    _, status, usage = os.wait4(pid, 0)
+    return _Ended(
+        reason,
+        status,
+        start_ns,
+        time.time_ns(),
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_inblock,
+        usage.ru_maxrss,
+        io,
+    )
+
+
+def _launched(argv: list[str], err: str, deadline: float | None, event: Any) -> _Ended:
+    """Started by this process's launcher: in its session, in a process group of its own."""
+    starter = launcher()
+    tid, answers = starter.start(argv, err)
+    try:
+        started = answers.get()
+        if "error" in started:
+            now = time.time_ns()
+            return _Ended(None, 127 << 8, now, now, error=started["error"])
+        reason = None
+        while True:
+            try:
+                ended = answers.get(timeout=CHECK_S if reason else _check_s(deadline))
+                break
+            except queue.Empty:
+                pass
+            if reason is None:
+                reason = _stop_reason(deadline, event)
+                if reason is not None:
+                    starter.kill(tid)
+        if "error" in ended:
+            now = time.time_ns()
+            return _Ended(reason, signal.SIGKILL, started["start_ns"], now, error=ended["error"])
+        u = ended["usage"]
+        return _Ended(
+            reason,
+            ended["status"],
+            started["start_ns"],
+            ended["end_ns"],
+            u["cpu_s"],
+            u["inblock"],
+            u["maxrss_kb"],
+            ended["io"],
+        )
+    finally:
+        starter.done(tid)
+
+
+def _check_s(deadline: float | None) -> float:
+    """How long to wait before checking the deadline and the stop event again."""
+    return max(CHECK_S if deadline is None else min(CHECK_S, deadline - time.monotonic()), 0)
+
+
+def _stop_reason(deadline: float | None, event: Any) -> str | None:
+    if deadline is not None and time.monotonic() >= deadline:
+        return "timeout"
+    if event is not None and event.is_set():
+        return "interrupted"
+    return None
+
+
+def _wait(pid: int, deadline: float | None, event: Any) -> str | None:
     """Waits for the process to end; kills its group on timeout or stop and says which."""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     fd = os.pidfd_open(pid)
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         while True:
-            wait_s = CHECK_S if deadline is None else min(CHECK_S, deadline - time.monotonic())
-            if poller.poll(max(wait_s, 0) * 1000):
+            if poller.poll(_check_s(deadline) * 1000):
                 return None
-            if deadline is not None and time.monotonic() >= deadline:
-                reason = "timeout"
-            elif event is not None and event.is_set():
-                reason = "interrupted"
-            else:
+            reason = _stop_reason(deadline, event)
+            if reason is None:
                 continue
             with suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             return reason
     finally:
         os.close(fd)
-
-
-def _proc_io(pid: int) -> dict[str, int]:
-    """``/proc/PID/io``'s counters (none where the kernel keeps no I/O accounting)."""
-    out = {}
-    for line in (_read(f"/proc/{pid}/io") or "").splitlines():
-        key, _, value = line.partition(":")
-        if value.strip().isdigit():
-            out[key] = int(value)
-    return out
 
 
 def _event(name: str | None) -> Any:

@@ -84,6 +84,7 @@ def write_run(
     started_ns: int,
     reason: str | None,
     prior: dict[str, Any] | None,
+    cpu_group: dict[str, Any],
 ) -> tuple[Path, dict[str, Any]]:
     import pyarrow as pa
 
@@ -112,6 +113,7 @@ def write_run(
         "cluster": plan.cluster.describe() if plan.cluster else None,
         "power": [s.describe() for s in plan.power],
         "resumed_from": Path(prior["path"]).name if prior else None,
+        "cpu_group": cpu_group,
     }
     writer.finish(
         "tasks",

@@ -75,11 +75,12 @@ def execute(plan: TasksPlan, progress: Progress | None = None) -> list[Outcome]:
     probes: dict[tuple[str, int], dict[str, Any]] = {}
     outcomes: list[Outcome] = []
     with ExitStack() as stack:
-        cgroup: dict[str, str] = {}
-        if plan.memory_cgroup and (plan.cluster is None or plan.cluster.kind == "local"):
-            from iowatt.tasks.cgroup import memory_cgroup
+        from iowatt.tasks.cgroup import task_groups
 
-            cgroup = stack.enter_context(memory_cgroup(plan.memory_gb))
+        here = plan.cluster is None or plan.cluster.kind == "local"
+        memory = plan.memory_gb if plan.memory_cgroup else None
+        cgroup = stack.enter_context(task_groups(memory, here))
+        cpu_group = cgroup.pop("cpu_group")
         client = stack.enter_context(_connect(plan, progress.note))
         for spec in plan.runs():
             refused = plan.refusal(spec.taskset, spec.per_core)
@@ -95,7 +96,7 @@ def execute(plan: TasksPlan, progress: Progress | None = None) -> list[Outcome]:
                 outcomes.append(Outcome(spec, "skipped", row, Path(prior["path"])))
                 progress.ended(outcomes[-1])
                 continue
-            outcomes.append(_run(client, plan, spec, prior, probes, cgroup, progress))
+            outcomes.append(_run(client, plan, spec, prior, probes, cgroup, cpu_group, progress))
             progress.ended(outcomes[-1])
     return outcomes
 
@@ -157,7 +158,8 @@ def _run(
     spec: RunSpec,
     prior: dict[str, Any] | None,
     probes: dict[tuple[str, int], dict[str, Any]],
-    cgroup: dict[str, str],
+    cgroup: dict[str, Any],
+    cpu_group: dict[str, Any],
     progress: Progress,
 ) -> Outcome:
     from iowatt.store.writer import RunWriter, new_run_id
@@ -207,7 +209,7 @@ def _run(
     if not live.records and failure is not None:
         writer.abandon()
         raise failure
-    run_dir, row = write_run(writer, plan, spec, live, started_ns, reason, prior)
+    run_dir, row = write_run(writer, plan, spec, live, started_ns, reason, prior, cpu_group)
     if isinstance(failure, RunInterrupted):
         raise RunInterrupted(
             f"interrupted: run {run_dir.name} is written as incomplete ({row['done']} of "
@@ -229,7 +231,7 @@ def _spec(work: Path, name: str, **fields: Any) -> dict[str, Any]:
 
 
 def _prepare(
-    plan: TasksPlan, spec: RunSpec, work: Path, todo: list[int], cgroup: dict[str, str]
+    plan: TasksPlan, spec: RunSpec, work: Path, todo: list[int], cgroup: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """Each task's spec for the worker, its input written fresh."""
     block = os.urandom(data.BLOCK)
@@ -257,7 +259,7 @@ def _prepare(
     return out
 
 
-def _probe(client: Any, work: Path, slots: int, cgroup: dict[str, str]) -> dict[str, Any]:
+def _probe(client: Any, work: Path, slots: int, cgroup: dict[str, Any]) -> dict[str, Any]:
     """The location's read rate with one reader and with ``slots`` at once (MB/s), each
     reading a fresh file with the synthetic task (no CPU), through the same workers."""
     block = os.urandom(data.BLOCK)
