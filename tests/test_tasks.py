@@ -21,7 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iowatt.errors import ConfigError
-from iowatt.tasks.figures import interval_energy, makespan_s, totals
+from iowatt.tasks.figures import (
+    interval_energy,
+    makespan_s,
+    other_load,
+    other_load_warning,
+    spread_busy,
+    totals,
+)
 from iowatt.tasks.taskset import KEYS as KEYS_OF_A_TYPE
 from iowatt.tasks.taskset import load
 from support.cli import assert_user_error, iowatt, manifest, runs_in, summary
@@ -294,6 +301,89 @@ def test_a_run_s_tasks_share_one_cpu_group_and_a_timeout_kills_only_its_own_task
     if group == "session":
         # One session for all of them, not iowatt's: one autogroup.
         assert len(sessions) == 1 and sessions != {os.getsid(0)}
+
+
+def test_other_load_from_the_node_s_and_the_tasks_cpu_by_hand():
+    import numpy as np
+
+    # Two half-second samples; a task of 0.5 CPU seconds over (0.25 s, 0.75 s] is half in each.
+    ends = np.asarray([500_000_000, 1_000_000_000])
+    busy = spread_busy(ends, 0, [(250_000_000, 750_000_000, 0.5)])
+    assert busy == pytest.approx([0.5, 0.5])
+    # The node had 1.5 cores busy throughout, 2 cores in all: 1 s of 2 was not the tasks'.
+    load = other_load(ends, np.asarray([1.5, 1.5]), busy, 2, 0, 0, 1_000_000_000)
+    assert load == pytest.approx({"node_cpu_s": 2.0, "tasks_cpu_s": 0.5, "other_cpu_s": 1.0})
+    segment = {"makespan_s": 1.0, "energy_j": 1.0, "peak_w": 1.0, "power": "x", **load}
+    t = totals([{"start_ns": 0, "end_ns": 1, "status": "ok"}], [segment])
+    assert t["other_cpu_share"] == 0.5
+    assert t["warnings"] == [other_load_warning(0.5)]
+    assert "other load: 50 % of the node's CPU during the run" in t["warnings"][0]
+    # A segment written before other load was measured: no share, no warning.
+    old = {k: v for k, v in segment.items() if k not in load}
+    assert totals([], [old])["other_cpu_share"] is None and totals([], [old])["warnings"] == []
+    assert other_load_warning(0.05) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", ["cgroup", "session"])
+def test_a_cpu_burner_outside_the_group_is_other_load_and_modelled_power_leaves_it_out(
+    capsys, tmp_path, monkeypatch, group
+):
+    import numpy as np
+
+    from iowatt.sim.disks import load_disks
+    from iowatt.sim.tasks import disk_watts, load_node
+    from iowatt.store.catalog import catalog
+    from iowatt.sweep.throttle import find_hierarchy
+    from iowatt.tasks.figures import modelled_watts
+    from iowatt.tasks.monitor import Samples
+
+    if group == "session":  # no CPU cgroup: the tasks' CPU from their rusage
+        monkeypatch.setattr("iowatt.tasks.cgroup.find_hierarchy", lambda **_: None)
+    elif os.geteuid() != 0 or find_hierarchy(v1_file="cpu.shares", v2_controller="cpu") is None:
+        pytest.skip("no CPU cgroup can be made here")
+    s = set_file(tmp_path, {"c": "cpu_s = 0.3"}, 'cs = { repeat = 4, tasks = ["c"] }')
+    (tmp_path / "data").mkdir()
+
+    def tasks_run(results: str) -> tuple[dict, Path, str, str]:
+        r = iowatt(capsys, "tasks", s, "--cores", "1", "--data", f"hdd={tmp_path / 'data'}",
+                   "--results", tmp_path / results, "--quiet")  # fmt: skip
+        assert r.code == 0, r.err
+        (run_dir,) = runs_in(tmp_path / results)
+        return summary(run_dir)["tasks"], run_dir, r.out, r.err
+
+    quiet, _, _, _ = tasks_run("quiet")
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        loaded, run_dir, out, err = tasks_run("loaded")
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert manifest(run_dir)["config"]["cpu_group"]["kind"] == group
+    # The node's CPU outside the tasks' group is counted and said.
+    assert loaded["other_cpu_share"] > 0.05
+    assert loaded["other_cpu_share"] > quiet["other_cpu_share"]
+    share = f"{loaded['other_cpu_share'] * 100:.0f} %"
+    assert f"warning: run {run_dir.name}: other load: {share} of the node's CPU" in err
+    assert loaded["warnings"] and share in loaded["warnings"][0]
+    assert "*: 1 of the runs shared the node with other load" in out
+    with catalog(tmp_path / "loaded") as con:
+        (recorded,) = con.execute("SELECT other_cpu_share FROM task_runs").fetchone()
+    assert recorded == pytest.approx(loaded["other_cpu_share"])
+    # Modelled power charges the tasks' busy cores, not the node's.
+    util = pq.read_table(run_dir / "utilisation.parquet").to_pydict()
+    watts = pq.read_table(run_dir / "power.parquet").to_pydict()["watts"]
+    model = load_node(None, [], "--power-model")
+    disk = disk_watts(model["disks"]["hdd"], load_disks())
+    samples = Samples(cpu_busy=util["cpu_busy"], disk_util=util["disk_util"])
+    samples.tasks_busy = util["tasks_busy"]
+    assert watts == pytest.approx(list(modelled_watts(samples, model["node"], disk)))
+    other = np.asarray(util["cpu_busy"]) - np.asarray(util["tasks_busy"])
+    assert other.mean() > 0.5  # the burners' cores, left out of the watts
+    samples.tasks_busy = [None] * len(watts)  # what charging the node's busy cores would give
+    node_charged = modelled_watts(samples, model["node"], disk)
+    assert np.mean(node_charged - np.asarray(watts)) > 0.5 * model["node"]["core_w"]
 
 
 def test_a_set_that_would_not_fit_in_memory_at_this_k_is_refused(capsys, tmp_path):

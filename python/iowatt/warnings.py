@@ -28,6 +28,7 @@ class Kind(str, Enum):
     AGING = "aging"  # `iowatt age` could not do all it was asked
     CATALOG = "catalog"  # the catalog was rebuilt, could not be updated, or left a run out
     RATE_NOT_HELD = "rate-not-held"  # a run with a schedule fell more than 1 % short of it
+    OTHER_LOAD = "other-load"  # processes outside a tasks run took over 5 % of the node's CPU
 
 
 @dataclass(frozen=True)

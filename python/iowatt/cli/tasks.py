@@ -18,6 +18,7 @@ from iowatt.units import format_bytes, format_duration, parse_labels
 if TYPE_CHECKING:
     from iowatt.tasks.plan import RunSpec
     from iowatt.tasks.run import Outcome
+    from iowatt.warnings import RunWarning
 
 HELP = """Run a set of independent tasks, k per core, and measure jobs per hour, watts and Wh/job.
 
@@ -110,7 +111,9 @@ def tasks(
     )
     shown = _Shown()
     progress = (
-        Progress() if quiet else Progress(shown.note, shown.started, shown.task_done, shown.ended)
+        Progress()
+        if quiet
+        else Progress(shown.note, shown.started, shown.task_done, shown.ended, shown.warn)
     )
     outcomes: list[Outcome] = execute(config, progress)
     rows = [
@@ -139,10 +142,13 @@ def tasks(
 
 class _Shown:
     """What runs show on stderr: a line as each starts, one per failed task, a bar while its
-    tasks go, and its figures when it ends."""
+    tasks go, its figures when it ends, and its warnings."""
 
     def __init__(self) -> None:
+        from iowatt.warnings import WarningSink
+
         self.bars: Bars | None = None
+        self.sink = WarningSink(self.say)
 
     def say(self, text: str) -> None:
         if self.bars is not None:
@@ -153,6 +159,9 @@ class _Shown:
     def note(self, text: str) -> None:
         if text:
             self.say(text)
+
+    def warn(self, warning: RunWarning) -> None:
+        self.sink.warn(warning)
 
     def started(self, spec: RunSpec, n: int) -> None:
         self.say(
@@ -213,7 +222,10 @@ def _format(table: list[dict[str, Any]], base: str | None) -> str:
     )
     lines = [f"{'':58}vs 1 per core on {base}", head]
     for e in table:
-        runs = f"{e['runs']}{'!' if e['runs_with_failed_tasks'] else ''}"
+        mark = ("!" if e["runs_with_failed_tasks"] else "") + (
+            "*" if e["runs_with_other_load"] else ""
+        )
+        runs = f"{e['runs']}{mark}"
         lines.append(
             f"{e['set']:<12} {e['disk']:<6} {e['per_core']:>2} {runs:>4} "
             f"{cell(e['jobs_per_h'], '9.1f')} {cell(e['jobs_per_h_ci'], '7.1f')} "
@@ -225,5 +237,12 @@ def _format(table: list[dict[str, Any]], base: str | None) -> str:
     if flagged:
         lines.append(
             f"!: {flagged} of the runs had failed tasks (jobs/h counts the tasks that succeeded)"
+        )
+    loaded = sum(e["runs_with_other_load"] for e in table)
+    if loaded:
+        worst = max(e["other_cpu_share"] or 0.0 for e in table)
+        lines.append(
+            f"*: {loaded} of the runs shared the node with other load above 5 % of its CPU "
+            f"(up to {worst * 100:.0f} %; modelled watts leave it out)"
         )
     return "\n".join(lines)

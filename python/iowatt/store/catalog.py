@@ -38,7 +38,7 @@ from iowatt.warnings import Kind, RunWarning, WarningSink
 VIEWS = tuple(VIEW_FILES)
 LISTING = ".catalog.dirs"
 # The catalog's own layout: a catalog of another format is rebuilt from the run directories.
-FORMAT = "8"
+FORMAT = "9"
 
 _SCHEMA_SQL = """
 CREATE TABLE runs (
@@ -74,7 +74,7 @@ CREATE TABLE task_runs (
   run_id VARCHAR, set VARCHAR, disk VARCHAR, per_core INTEGER, slots INTEGER, cores INTEGER,
   rep INTEGER, tasks BIGINT, done BIGINT, failed BIGINT, makespan_s DOUBLE, jobs_per_h DOUBLE,
   avg_w DOUBLE, peak_w DOUBLE, wh_per_job DOUBLE, power VARCHAR, key VARCHAR,
-  failed_tasks JSON);
+  failed_tasks JSON, other_cpu_share DOUBLE);
 CREATE TABLE files (run_id VARCHAR, view VARCHAR, path VARCHAR);
 CREATE TABLE dirs (dir VARCHAR, run_id VARCHAR, indexed BOOLEAN, file VARCHAR, reason VARCHAR);
 CREATE TABLE meta (key VARCHAR, value VARCHAR);

@@ -214,6 +214,7 @@ def _rows(run_dir: Path, manifest: Mapping[str, Any], summary: Mapping[str, Any]
             t["power"],
             _text(t["key"]),
             _failed_tasks(t),
+            _float(t.get("other_cpu_share")),
         ]
     return rows
 

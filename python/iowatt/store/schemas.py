@@ -460,6 +460,7 @@ UTILISATION_SCHEMA = pa.schema(
         ("disk_util", pa.float64()),
         ("read_mb_s", pa.float64()),
         ("mem_used_gb", pa.float64()),
+        ("tasks_busy", pa.float64()),
     ]
 )
 VIEW_SCHEMAS.update({"tasks": TASKS_SCHEMA, "utilisation": UTILISATION_SCHEMA})

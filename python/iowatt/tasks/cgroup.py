@@ -10,6 +10,11 @@
   none can be made (no such hierarchy, not root), the tasks are started by one launcher
   process (:mod:`iowatt.tasks.launcher`) that called setsid once: they share its session, and
   so one autogroup, each still in a process group of its own.
+- the group's CPU time, for the run's other load (docs/tasks.md): cgroup v1's
+  ``cpuacct.usage`` — of the ``cpu`` group where ``cpuacct`` is mounted with ``cpu``, else of a
+  group of the same name in the ``cpuacct`` hierarchy, which the tasks enter too — or v2's
+  ``cpu.stat`` ``usage_usec``. Where there is neither (``usage`` null), the runner takes the
+  tasks' own resource usage.
 
 A task enters its cgroups before exec (``iowatt.tasks.execute.ENTER``), so its every page and
 CPU second is charged to them.
@@ -35,7 +40,8 @@ def group_name() -> str:
 def task_groups(memory_gb: float | None, here: bool) -> Iterator[dict[str, Any]]:
     """What every task of the session needs to enter its groups (``cgroup_procs``, or
     ``launcher``), where its OOM kills are counted (``oom_counter``), and how its CPU is
-    grouped (``cpu_group``, for the manifest). ``here``: the workers are on this machine,
+    grouped (``cpu_group``, for the manifest: ``kind``, ``path``, ``version`` and ``usage``, the
+    file holding the group's CPU time, or null). ``here``: the workers are on this machine,
     where the cgroups are made; elsewhere each worker process starts its own launcher."""
     with ExitStack() as stack:
         out: dict[str, Any] = {"cgroup_procs": []}
@@ -47,18 +53,69 @@ def task_groups(memory_gb: float | None, here: bool) -> Iterator[dict[str, Any]]
         cpu = stack.enter_context(cpu_cgroup(memory)) if here else None
         if cpu is None:
             out["launcher"] = True
-            out["cpu_group"] = {"kind": "session", "path": None, "version": None}
+            out["cpu_group"] = {"kind": "session", "path": None, "version": None, "usage": None}
         else:
             if cpu["cgroup_procs"] not in out["cgroup_procs"]:
                 out["cgroup_procs"].append(cpu["cgroup_procs"])
-            out["cpu_group"] = {"kind": "cgroup", "path": cpu["path"], "version": cpu["version"]}
+            usage = cpu["usage"] or None
+            if usage is None:
+                acct = stack.enter_context(cpuacct_cgroup())
+                if acct is not None:
+                    out["cgroup_procs"].append(acct["cgroup_procs"])
+                    usage = acct["usage"]
+            out["cpu_group"] = {
+                "kind": "cgroup",
+                "path": cpu["path"],
+                "version": cpu["version"],
+                "usage": usage,
+            }
         yield out
+
+
+def usage_ns(path: str) -> int | None:
+    """A cgroup's CPU time so far (ns): ``cpuacct.usage`` (v1, ns) or ``cpu.stat``'s
+    ``usage_usec`` (v2); None when it cannot be read."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    if Path(path).name == "cpu.stat":
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec" and value.strip().isdigit():
+                return int(value) * 1000
+        return None
+    return int(text) if text.strip().isdigit() else None
+
+
+@contextmanager
+def cpuacct_cgroup() -> Iterator[dict[str, str] | None]:
+    """cgroup v1's ``cpuacct`` group of the run's name, where ``cpuacct`` is mounted apart
+    from ``cpu``: what a task needs to enter it (``cgroup_procs``) and its ``usage`` file; None
+    where none can be made."""
+    found = find_hierarchy(v1_file="cpuacct.usage", v2_controller="-")
+    if found is None or found.version != "v1":
+        yield None
+        return
+    path = found.root / group_name()
+    try:
+        make_cgroup(path)
+    except OSError:
+        yield None
+        return
+    try:
+        yield {"cgroup_procs": str(path / "cgroup.procs"), "usage": str(path / "cpuacct.usage")}
+    finally:
+        with suppress(OSError):  # a task still inside: the next iowatt removes it
+            os.rmdir(path)
 
 
 @contextmanager
 def cpu_cgroup(memory: dict[str, str] | None = None) -> Iterator[dict[str, str] | None]:
-    """The run's CPU cgroup (``cgroup_procs``, ``path``, ``version``), or None where none can
-    be made. On cgroup v2 with a memory cgroup, that same group with the ``cpu`` controller."""
+    """The run's CPU cgroup (``cgroup_procs``, ``path``, ``version``, and ``usage``: the file
+    with its CPU time, empty on v1 without ``cpuacct`` in the same hierarchy), or None where
+    none can be made. On cgroup v2 with a memory cgroup, that same group with the ``cpu``
+    controller."""
     found = find_hierarchy(v1_file="cpu.shares", v2_controller="cpu")
     if found is None:
         yield None
@@ -78,11 +135,13 @@ def cpu_cgroup(memory: dict[str, str] | None = None) -> Iterator[dict[str, str] 
                 os.rmdir(path)
         yield None
         return
+    usage = path / ("cpuacct.usage" if found.version == "v1" else "cpu.stat")
     try:
         yield {
             "cgroup_procs": str(path / "cgroup.procs"),
             "path": str(path),
             "version": found.version,
+            "usage": str(usage) if usage.exists() else "",
         }
     finally:
         if not shared:

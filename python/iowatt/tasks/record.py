@@ -168,6 +168,7 @@ def _utilisation(run_id: str, t: dict[str, Any], schema: Any) -> Any:
             "disk_util": s.disk_util,
             "read_mb_s": s.read_mb_s,
             "mem_used_gb": s.mem_used_gb,
+            "tasks_busy": s.tasks_busy,
         },
         schema=schema,
     )

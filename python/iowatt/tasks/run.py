@@ -31,10 +31,17 @@ from iowatt.errors import ConfigError, IowattError, RunInterrupted
 from iowatt.live.board import board
 from iowatt.tasks import data
 from iowatt.tasks.execute import run_task
-from iowatt.tasks.figures import interval_energy, makespan_s, modelled_watts
+from iowatt.tasks.figures import (
+    interval_energy,
+    makespan_s,
+    modelled_watts,
+    other_load,
+    spread_busy,
+)
 from iowatt.tasks.monitor import Monitor, Samples
 from iowatt.tasks.plan import CHUNK, RunSpec, TasksPlan
 from iowatt.tasks.record import prior_state, row_base, write_run
+from iowatt.warnings import Kind, RunWarning, WarningSink
 
 # The disk probe: MB each reader reads, fresh, before a run whose set reads input.
 PROBE_MB = 32
@@ -59,6 +66,7 @@ class Progress:
     started: Callable[[RunSpec, int], None] = lambda s, n: None
     task_done: Callable[[dict[str, Any]], None] = lambda r: None
     ended: Callable[[Outcome], None] = lambda o: None
+    warn: Callable[[RunWarning], None] = field(default_factory=lambda: WarningSink().warn)
 
 
 @dataclass
@@ -96,8 +104,12 @@ def execute(plan: TasksPlan, progress: Progress | None = None) -> list[Outcome]:
                 outcomes.append(Outcome(spec, "skipped", row, Path(prior["path"])))
                 progress.ended(outcomes[-1])
                 continue
-            outcomes.append(_run(client, plan, spec, prior, probes, cgroup, cpu_group, progress))
-            progress.ended(outcomes[-1])
+            outcome = _run(client, plan, spec, prior, probes, cgroup, cpu_group, progress)
+            outcomes.append(outcome)
+            progress.ended(outcome)
+            for w in outcome.row["warnings"]:
+                name = outcome.run_dir.name if outcome.run_dir else "?"
+                progress.warn(RunWarning(Kind.OTHER_LOAD, f"run {name}: {w}"))
     return outcomes
 
 
@@ -195,7 +207,7 @@ def _run(
             live.probe = probes[cache]
         specs = _prepare(plan, spec, work, todo, cgroup)
         progress.started(spec, len(todo))
-        _measure(client, plan, spec, specs, live, progress)
+        _measure(client, plan, spec, specs, live, progress, cpu_group["usage"])
     except KeyboardInterrupt:
         failure = RunInterrupted("interrupted before any task of this run finished")
     except IowattError as e:
@@ -301,9 +313,11 @@ def _measure(
     specs: list[dict[str, Any]],
     live: _Live,
     progress: Progress,
+    usage: str | None,
 ) -> None:
     """Feeds the tasks, k × cores in flight, batch by batch; on Ctrl-C stops the ones
-    running (they come back as ``interrupted``) and re-raises once they have."""
+    running (they come back as ``interrupted``) and re-raises once they have. ``usage``: the
+    file of the tasks' CPU group's time, if they have one."""
     from distributed import Event, as_completed
 
     from iowatt.power.session import PowerSession
@@ -311,7 +325,7 @@ def _measure(
     slots = plan.slots(spec.per_core)
     stop_name = f"iowatt-stop-{os.getpid()}-{time.monotonic_ns()}"
     stop = Event(stop_name, client=client)
-    monitor = Monitor(spec.location.devnum)
+    monitor = Monitor(spec.location.devnum, usage)
     power = PowerSession(plan.power, plan.power_hz, 0.0, None)
     power.start(progress.note)
     counters = data.disk_counters(spec.location)
@@ -374,12 +388,27 @@ def _segment(
     mono0: int,
     real0: int,
 ) -> dict[str, Any]:
-    """This invocation's part of the run: its window and energy, with the node's samples and
-    the power series behind them (``tables``, written to the run's Parquet files)."""
+    """This invocation's part of the run: its window, energy and other load, with the node's
+    samples and the power series behind them (``tables``, written to the run's Parquet
+    files)."""
     offset = real0 - mono0  # the tasks' wall-clock times onto this host's monotonic clock
     ended = [r for r in records if r["status"] != "interrupted"] or records
     start = min((r["start_ns"] for r in ended), default=real0) - offset
     end = max((r["end_ns"] for r in ended), default=real0) - offset
+    ends = np.asarray(samples.mono_ns, dtype=np.int64)
+    if not samples.tasks_busy or None in samples.tasks_busy:
+        # No CPU group to read: the CPU time of the tasks on this host (their rusage, every
+        # task of the segment ended in it) spread evenly over each one's wall time.
+        here = os.uname().nodename
+        spent = [
+            (r["start_ns"] - offset, r["end_ns"] - offset, r["cpu_s"])
+            for r in records
+            if r.get("host") in (here, None)
+        ]
+        samples.tasks_busy = list(spread_busy(ends, mono0, spent))
+    tasks_busy = np.asarray(samples.tasks_busy, dtype=np.float64)
+    node_busy = np.asarray(samples.cpu_busy, dtype=np.float64)
+    load = other_load(ends, node_busy, tasks_busy, samples.cpus, mono0, start, end)
     if power.data is not None:
         from iowatt.power.summary import Window, headline, summarize
 
@@ -396,7 +425,6 @@ def _segment(
 
         disks = plan.power_model["disks"]
         disk = disk_watts(disks.get(spec.location.name, disks["hdd"]), load_disks())
-        ends = np.asarray(samples.mono_ns, dtype=np.int64)
         watts = modelled_watts(samples, plan.power_model["node"], disk)
         energy, peak = interval_energy(ends, watts, mono0, start, end)
         source = "modelled"
@@ -406,6 +434,7 @@ def _segment(
         "energy_j": energy,
         "peak_w": peak,
         "power": source,
+        **load,
         "tables": {
             "mono0": mono0,
             "samples": samples,

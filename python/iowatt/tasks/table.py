@@ -1,6 +1,7 @@
 """The study's table from a session's runs: per set, location and k, the mean over repetitions
-of jobs/h, Wh/job and average watts, with a 95 % t-interval on jobs/h and how many of the
-runs had failed tasks, and each against the baseline — 1 task per core on the location named
+of jobs/h, Wh/job and average watts, with a 95 % t-interval on jobs/h, how many of the runs
+had failed tasks and how many other load past 5 % of the node's CPU (with the largest share),
+and each against the baseline — 1 task per core on the location named
 ``hdd`` (else the first location)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from iowatt.sim.tables import mean_ci
+from iowatt.tasks.figures import OTHER_LOAD_WARN
 
 METRICS = ("jobs_per_h", "wh_per_job", "avg_w")
 
@@ -33,6 +35,13 @@ def study_table(rows: Sequence[dict[str, Any]], locations: Sequence[str]) -> lis
             "per_core": k,
             "runs": len(rs),
             "runs_with_failed_tasks": sum(1 for r in rs if r.get("failed")),
+            "runs_with_other_load": sum(
+                1 for r in rs if (r.get("other_cpu_share") or 0.0) > OTHER_LOAD_WARN
+            ),
+            "other_cpu_share": max(
+                (r["other_cpu_share"] for r in rs if r.get("other_cpu_share") is not None),
+                default=None,
+            ),
         }
         for m in METRICS:
             entry[m], ci = mean_ci([r.get(m) for r in rs])
