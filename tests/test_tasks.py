@@ -324,6 +324,16 @@ def test_other_load_from_the_node_s_and_the_tasks_cpu_by_hand():
     assert other_load_warning(0.05) is None
 
 
+def test_a_cpu_group_s_time_reads_from_cgroup_v1_or_v2(tmp_path):
+    from iowatt.tasks.cgroup import usage_ns
+
+    (tmp_path / "cpuacct.usage").write_text("1234567890\n")
+    (tmp_path / "cpu.stat").write_text("usage_usec 2500000\nuser_usec 2000000\n")
+    assert usage_ns(str(tmp_path / "cpuacct.usage")) == 1_234_567_890
+    assert usage_ns(str(tmp_path / "cpu.stat")) == 2_500_000_000
+    assert usage_ns(str(tmp_path / "gone")) is None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("group", ["cgroup", "session"])
 def test_a_cpu_burner_outside_the_group_is_other_load_and_modelled_power_leaves_it_out(
