@@ -28,6 +28,8 @@ pub const DISK_FILES: [&str; 10] = [
     "speed",
     "streams.json",
 ];
+/// How the mount was set up (`Options::settings`), the same for a disk and an array.
+pub const SETTINGS: &str = "config.json";
 /// The one file a user writes: the stimulus in force (`iowatt emulate set`).
 pub const STIMULUS: &str = "stimulus";
 

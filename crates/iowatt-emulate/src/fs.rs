@@ -61,6 +61,8 @@ struct Open {
 pub struct EmulatedFs<D> {
     drive: Arc<D>,
     control: Control,
+    /// `.iowatt/config.json`: the mount's settings, as given.
+    settings: String,
     place: Placement,
     /// Where the file system keeps each file's metadata, when lookups and access times are
     /// charged (an array with a file system model).
@@ -119,13 +121,16 @@ impl<D: Device> EmulatedFs<D> {
         backing: PathBuf,
         drive: Arc<D>,
         direct_io: bool,
-        place: Placement,
-        layout: Option<Layout>,
+        (place, layout): (Placement, Option<Layout>),
+        settings: String,
     ) -> Self {
         let mut paths = HashMap::new();
         paths.insert(INodeNo::ROOT.0, backing);
+        let mut files = drive.control_files();
+        files.push(control::SETTINGS.into());
         EmulatedFs {
-            control: Control::new(&drive.control_files()),
+            control: Control::new(&files),
+            settings,
             drive,
             place,
             layout: layout.map(Mutex::new),
@@ -260,9 +265,11 @@ fn done(reply: ReplyEmpty, result: Result<(), Errno>) {
 impl<D: Device> EmulatedFs<D> {
     /// A counter file's text now.
     fn render(&self, ino: INodeNo) -> String {
-        self.control
-            .path(ino)
-            .map_or_else(String::new, |p| self.drive.render(p))
+        match self.control.path(ino) {
+            Some(control::SETTINGS) => self.settings.clone(),
+            Some(p) => self.drive.render(p),
+            None => String::new(),
+        }
     }
 
     /// A regular file's metadata blocks (its directory's, with `parent`; its inode's) and

@@ -86,6 +86,9 @@ pub struct Options {
     pub vibration: Option<Vibration>,
     /// Serve from an array of disks of `model` instead of one.
     pub array: Option<ArrayOptions>,
+    /// `.iowatt/config.json`'s text: how the caller set the mount up (its model's name, its
+    /// scheduler), for a program using the mount to record.
+    pub settings: String,
 }
 
 /// Everything the disk served, its state changes and its counters at the end.
@@ -184,7 +187,13 @@ fn serve<D: device::Device>(
         mount: o.mount.display().to_string(),
         reason,
     };
-    let fs = fs::EmulatedFs::new(o.backing.clone(), device, !o.page_cache, place, layout);
+    let fs = fs::EmulatedFs::new(
+        o.backing.clone(),
+        device,
+        !o.page_cache,
+        (place, layout),
+        o.settings.clone(),
+    );
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName(FS_NAME.into()),

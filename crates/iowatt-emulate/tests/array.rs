@@ -64,6 +64,7 @@ fn mounted(tag: &str, config: ArrayConfig, spec: Spec, files: &[(&str, u64)]) ->
             config,
             spec,
         }),
+        settings: "{}".into(),
     };
     Mounted::start(root, options)
 }

@@ -48,6 +48,7 @@ impl Mounted {
             discipline,
             vibration,
             array: None,
+            settings: "{}".into(),
         };
         Mounted::start(root, options)
     }

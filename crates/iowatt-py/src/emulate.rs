@@ -121,6 +121,17 @@ impl Emulation {
                 })
             }
         };
+        let cfq = scheduler == "cfq";
+        let settings = serde_json::json!({
+            "disk_model": name,
+            "scheduler": scheduler,
+            "slice_s": cfq.then_some(slice_s),
+            "idle_window_s": cfq.then_some(idle_window_s),
+            "page_cache": page_cache,
+            "spin_down_s": spin_down_s,
+            "array": array_json.is_some(),
+        })
+        .to_string();
         Ok(Self {
             handle: Handle::new(Work {
                 options: Options {
@@ -136,6 +147,7 @@ impl Emulation {
                         .map(|j| array_options(j, seed))
                         .transpose()
                         .map_err(|m| raise(py, "ConfigError", m, Some(ARRAY_HINT)))?,
+                    settings,
                 },
             }),
         })

@@ -466,7 +466,7 @@ def tasks(
     **opts: Any,
 ) -> None:
     if validate_runs is not None:
-        _validate(validate_runs, results_dir(results), save_model, as_json)
+        _validate(validate_runs, results_dir(results), save_model, as_json, opts["disk_models"])
         return
     if set_ref is None:
         raise click.UsageError("give a SET (e.g. io,cpu,mixed), or --validate RUNS")
@@ -515,21 +515,40 @@ def _print_tasks(rows: list[dict[str, Any]]) -> None:
     click.echo(f"a job is one instance of the set; {interval}disk: the share of time it served")
 
 
-def _validate(refs: str, results: Path, save_model: Path | None, as_json: bool) -> None:
+def _disk_text(d: dict[str, Any]) -> str:
+    """A request-served disk as `barracuda-7200 under cfq (slice 100 ms, idle 8 ms)`."""
+    text = f"{d['model']} under {d['scheduler']}"
+    if d["scheduler"] == "cfq":
+        text += f" (slice {d['slice_ms']:g} ms, idle {d['idle_ms']:g} ms)"
+    elif "ncq_depth" in d:
+        text += f" (queue depth {d['ncq_depth']})"
+    return text
+
+
+def _validate(
+    refs: str, results: Path, save_model: Path | None, as_json: bool, disk_models: Path | None
+) -> None:
     from iowatt.tasks.validate import model_toml, validate
 
-    model, rows = validate(results, refs, note=lambda m: click.echo(f"note: {m}", err=True))
+    model, rows = validate(
+        results, refs, note=lambda m: click.echo(f"note: {m}", err=True), disk_models=disk_models
+    )
     if save_model is not None:
         save_model.write_text(model_toml(model))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     node = model["node"]
-    # A disk is calibrated from a run's probe; a set that reads nothing has none.
+    # A disk is calibrated from a run's probe, or is its emulated disk's model; a set that
+    # reads nothing has none.
     disks = [
         f"{k} {d['seq_mb_s']:.0f} MB/s, switch {d['switch_s'] * 1e3:.1f} ms"
         for k, d in model["disks"].items()
         if "seq_mb_s" in d
+    ] + [
+        f"{k} {_disk_text(d)}"
+        for k, d in model["disks"].items()
+        if any(r["predicted_on"]["source"] == "emulated" and r["disk"] == k for r in rows)
     ]
     click.echo(
         f"calibrated from {len(rows)} runs: {node['cores']} cores, ht_gain "
@@ -548,6 +567,13 @@ def _validate(refs: str, results: Path, save_model: Path | None, as_json: bool) 
             f"{pct_cell(r['jobs_per_h_error_pct'])} {cell(r['wh_per_job_measured'], '11.4f')} "
             f"{r['wh_per_job_predicted']:>7.4f} {pct_cell(r['wh_per_job_error_pct'])}"
         )
+    for r in rows:
+        on = r["predicted_on"]
+        if on["source"] == "emulated":
+            click.echo(
+                f"{r['run_id']}: on its emulated disk, {_disk_text(on)} "
+                f"(the emulator's {on['emulator_scheduler']})"
+            )
     if any(r["failed_tasks"] for r in rows):
         click.echo("!: a run with failed tasks, named to be validated against")
     errors = [abs(r["jobs_per_h_error_pct"]) for r in rows if r["jobs_per_h_error_pct"] is not None]

@@ -38,31 +38,49 @@ class Location:
 
 # What a run keeps of an emulated disk's counters (`iowatt emulate mount`, docs/emulate.md).
 DISK_COUNTERS = ("read_ops", "write_ops", "read_bytes", "write_bytes", "energy_j")
+# And of how the emulator was set up (its `.iowatt/config.json`): what `--validate` predicts
+# the run from.
+DISK_SETTINGS = ("disk_model", "scheduler", "slice_s", "idle_window_s", "page_cache", "array")
 
 
-def disk_counters(location: Location) -> dict[str, float] | None:
-    """The emulated disk's counters now, when the location is an ``iowatt emulate mount``
-    (it has ``.iowatt/counters.json``); None for any other directory."""
+def _control(location: Location, name: str) -> dict[str, Any] | None:
     try:
-        counters = json.loads((location.path / ".iowatt" / "counters.json").read_text())
+        found = json.loads((location.path / ".iowatt" / name).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(counters, dict):
+    return found if isinstance(found, dict) else None
+
+
+def disk_counters(location: Location) -> dict[str, Any] | None:
+    """The emulated disk's counters now, when the location is an ``iowatt emulate mount``
+    (it has ``.iowatt/counters.json``), with its settings under ``settings`` (None from an
+    emulator older than ``.iowatt/config.json``); None for any other directory."""
+    counters = _control(location, "counters.json")
+    if counters is None:
         return None
-    return {k: counters[k] for k in DISK_COUNTERS if isinstance(counters.get(k), int | float)}
+    out: dict[str, Any] = {
+        k: counters[k] for k in DISK_COUNTERS if isinstance(counters.get(k), int | float)
+    }
+    settings = _control(location, "config.json")
+    out["settings"] = None if settings is None else {k: settings.get(k) for k in DISK_SETTINGS}
+    return out
 
 
-def disk_totals(segments: list[dict[str, Any]]) -> dict[str, float] | None:
+def disk_totals(segments: list[dict[str, Any]]) -> dict[str, Any] | None:
     """What the emulated disk served for the run: each counter's growth over every segment
-    measured on it, with ``requests`` (reads and writes) and the mean bytes per request."""
+    measured on it, with ``requests`` (reads and writes), the mean bytes per request, and the
+    emulator's ``settings`` (its model and scheduler) as the first segment found them."""
     pairs = [s["disk_counters"] for s in segments if s.get("disk_counters")]
     if not pairs:
         return None
-    out = {
+    out: dict[str, Any] = {
         k: sum(p["after"].get(k, 0) - p["before"].get(k, 0) for p in pairs) for k in DISK_COUNTERS
     }
     out["requests"] = out["read_ops"] + out["write_ops"]
     out["mean_read_b"] = out["read_bytes"] / out["read_ops"] if out["read_ops"] else None
+    out["settings"] = next(
+        (p["before"]["settings"] for p in pairs if p["before"].get("settings")), None
+    )
     return out
 
 

@@ -6,7 +6,10 @@ Calibration, from the runs themselves (``--save-model`` writes it as a node TOML
 - cores: the runs' (k multiplies them); hyper-threading's gain only where the host has SMT on;
 - each task type's CPU seconds: the median CPU time its tasks took (a property of the task,
   not of the packing — what the simulator is judged on is the packing);
-- each data location's disk: its probe's one-reader rate as the sequential rate, and the
+- each data location's disk: on an emulated disk (``iowatt emulate mount``, whose settings the
+  run recorded), the emulator's disk model under the simulator's scheduler matching the
+  emulator's (:data:`SCHEDULERS`), served request by request as the emulator served them;
+  elsewhere, its probe's one-reader rate as the sequential rate of a fluid disk, and the
   switching cost that gives the all-readers rate with the model's slice
   (X(n) = X1·q / (q + X1·t) ⇒ t = q·(X1/X(n) − 1)/X1; none when n readers are no slower);
 - power: idle, per busy core and disk-active watts, a least-squares fit of the runs' power
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,10 @@ from iowatt.tasks.plan import CHUNK
 
 # The fluid disk's slice, MB: CFQ's 100 ms at ≈ 80 MB/s [A].
 SLICE_MB = 8.0
+# The emulator's schedulers (`iowatt emulate mount --scheduler`) as the simulator's: fifo
+# serves one request at a time in arrival order (no queue to reorder), elevator sorts the
+# queue by offset as deadline does while nothing expires, cfq is cfq.
+SCHEDULERS = {"fifo": "none", "elevator": "deadline", "cfq": "cfq"}
 
 
 def select_runs(
@@ -88,8 +95,52 @@ def _load(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def calibrate(runs: list[dict[str, Any]], base: dict[str, Any] | None = None) -> dict[str, Any]:
+def emulated_disk(
+    run: dict[str, Any], models: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """The ``[disks.NAME]`` table of the emulated disk ``run`` read from: the emulator's model
+    under the matching simulator scheduler; None for a run on any other directory (or on an
+    emulator too old to say how it was set up). A ConfigError when the model is not in
+    ``models`` or the emulator's scheduler matches none of the simulator's."""
+    settings = (run["summary"].get("emulated_disk") or {}).get("settings")
+    if not settings:
+        return None
+    where = f"run {run['run_id']}"
+    name, scheduler = settings.get("disk_model"), settings.get("scheduler")
+    if settings.get("array"):
+        raise ConfigError(
+            f"{where} was made on an emulated array of `{name}` disks, which the task "
+            "simulator does not model",
+            "validate against runs on one emulated disk or on a plain directory",
+        )
+    if name not in models:
+        raise ConfigError(
+            f"{where} was made on an emulated `{name}` disk, which is not a disk model",
+            f"models are {', '.join(models)}; --disk-models FILE adds the emulator's",
+        )
+    if scheduler not in SCHEDULERS:
+        pairs = ", ".join(f"{e} as {s}" for e, s in SCHEDULERS.items())
+        raise ConfigError(
+            f"{where}'s emulated disk has scheduler `{scheduler}`, which no task simulator "
+            f"scheduler ({', '.join(sorted(set(SCHEDULERS.values())))}) matches",
+            f"the emulator's are set against the simulator's as {pairs}",
+        )
+    entry: dict[str, Any] = {"model": name, "scheduler": SCHEDULERS[scheduler]}
+    if scheduler == "cfq":
+        entry["slice_ms"] = float(settings["slice_s"]) * 1e3
+        entry["idle_ms"] = float(settings["idle_window_s"]) * 1e3
+    elif scheduler == "fifo":
+        entry["ncq_depth"] = 1
+    return entry
+
+
+def calibrate(
+    runs: list[dict[str, Any]],
+    base: dict[str, Any] | None = None,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A node model (node.toml's layout) fitted to the runs; see the module docstring."""
+    models = load_disks() if models is None else models
     model = copy.deepcopy(base or load_node(None, []))
     first = runs[0]["summary"]
     model["node"]["cores"] = int(runs[0]["manifest"]["config"]["cores"])
@@ -99,6 +150,10 @@ def calibrate(runs: list[dict[str, Any]], base: dict[str, Any] | None = None) ->
     slice_mb = SLICE_MB
     for r in runs:
         probe, disk = r["summary"].get("probe"), r["summary"]["tasks"]["disk"]
+        emulated = emulated_disk(r, models)
+        if emulated is not None:
+            model["disks"][disk] = emulated
+            continue
         if probe is None:
             continue
         x1, xn = probe["one_mb_s"], probe["all_mb_s"]
@@ -107,9 +162,7 @@ def calibrate(runs: list[dict[str, Any]], base: dict[str, Any] | None = None) ->
             "seq_mb_s": x1,
             "switch_s": switch,
             "slice_mb": slice_mb,
-            "active_w": disk_watts(model["disks"].get(disk, model["disks"]["hdd"]), load_disks())[
-                1
-            ],
+            "active_w": disk_watts(model["disks"].get(disk, model["disks"]["hdd"]), models)[1],
         }
     model["chunk_mb"] = CHUNK / 1e6
     fit = _fit_power(runs)
@@ -118,7 +171,8 @@ def calibrate(runs: list[dict[str, Any]], base: dict[str, Any] | None = None) ->
         if fit[2] is not None:
             for d in model["disks"].values():
                 if "seq_mb_s" in d:
-                    d["active_w"] = fit[2]
+                    # A fit on a noisy node can give the disk less while busy: that is noise.
+                    d["active_w"] = max(fit[2], 0.0)
     model["types"] = _cpu_times(runs)
     return model
 
@@ -167,12 +221,18 @@ def _headline(run: dict[str, Any]) -> str:
     return "model/node" if power == "modelled" else power.removeprefix("measured: ")
 
 
-def predict(run: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
-    """The simulator's figures for one run as it was configured."""
+def predict(
+    run: dict[str, Any],
+    model: dict[str, Any],
+    models: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The simulator's figures for one run as it was configured: on its own emulated disk
+    when it had one, else on the calibrated disk of its location's name."""
+    models = load_disks() if models is None else models
     cfg = run["manifest"]["config"]
     disk = cfg["location"]["name"]
-    entry = model["disks"].get(disk, model["disks"]["hdd"])
-    node = {**model["node"], "disk": engine_disk(disk, entry, load_disks())}
+    entry = emulated_disk(run, models) or model["disks"].get(disk, model["disks"]["hdd"])
+    node = {**model["node"], "disk": engine_disk(disk, entry, models)}
     # Memory is not what is validated: the runs ran.
     types = {
         t: {"cpu_s": model["types"].get(t, c["cpu_s"]), "input_mb": c["input_mb"]}
@@ -194,16 +254,22 @@ def predict(run: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate(
-    results: Path, refs: str, note: Callable[[str], None] = lambda _: None
+    results: Path,
+    refs: str,
+    note: Callable[[str], None] = lambda _: None,
+    disk_models: Path | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the calibrated model, one row per run: measured, predicted and the error in %);
-    ``note`` hears which runs were left out."""
+    """(the calibrated model, one row per run: measured, predicted and the error in %, and
+    the disk it was predicted on); ``note`` hears which runs were left out. ``disk_models``
+    adds disk models to the shipped ones, for runs on an emulated disk of the user's model.
+    Every run's disk is checked before any is predicted."""
+    models = load_disks(disk_models)
     runs = [_load(p) for p in select_runs(results, refs, note)]
-    model = calibrate(runs)
+    model = calibrate(runs, models=models)
     rows = []
     for r in runs:
         m = r["summary"]["tasks"]
-        p = predict(r, model)
+        p = predict(r, model, models)
         row: dict[str, Any] = {
             "run_id": r["run_id"],
             "set": m["set"],
@@ -211,6 +277,7 @@ def validate(
             "per_core": m["per_core"],
             "rep": m["rep"],
             "power": m["power"],
+            "predicted_on": _predicted_on(r, model, models),
             # A run written before the kinds were recorded has only their count.
             "failed_tasks": m.get("failed_tasks")
             or ({"count": m["failed"], "kinds": None} if m.get("failed") else None),
@@ -221,6 +288,22 @@ def validate(
             row[f"{key}_error_pct"] = (p[key] / m[key] - 1) * 100 if ok else None
         rows.append(row)
     return model, rows
+
+
+def _predicted_on(
+    run: dict[str, Any], model: dict[str, Any], models: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """What disk a run was predicted on: ``emulated`` (its emulator's model and the matching
+    scheduler), ``probe`` (the fluid disk from its location's probe) or ``node`` (node.toml's
+    disk of the location's name, for a run that read nothing)."""
+    emulated = emulated_disk(run, models)
+    if emulated is not None:
+        settings = run["summary"]["emulated_disk"]["settings"]
+        return {"source": "emulated", "emulator_scheduler": settings["scheduler"], **emulated}
+    entry = model["disks"].get(run["summary"]["tasks"]["disk"])
+    if entry is not None and "seq_mb_s" in entry:
+        return {"source": "probe", "seq_mb_s": entry["seq_mb_s"], "switch_s": entry["switch_s"]}
+    return {"source": "node", **(entry or {})}
 
 
 def model_toml(model: dict[str, Any]) -> str:
