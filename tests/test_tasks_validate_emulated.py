@@ -90,6 +90,7 @@ def test_a_run_on_an_emulated_disk_is_predicted_on_its_model_and_scheduler(
     r = validate(capsys, tmp_path, "--json")
     assert r.code == 0, r.err
     (row,) = json.loads(r.out)
+    disk = summary(run_dir)["emulated_disk"]
     assert row["predicted_on"] == {
         "source": "emulated",
         "emulator_scheduler": "cfq",
@@ -97,6 +98,7 @@ def test_a_run_on_an_emulated_disk_is_predicted_on_its_model_and_scheduler(
         "scheduler": "cfq",
         "slice_ms": 50.0,
         "idle_ms": 4.0,
+        "readahead_kb": disk["mean_read_b"] / 1024,
     }
     r = validate(capsys, tmp_path)
     assert r.code == 0, r.err

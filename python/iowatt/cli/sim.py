@@ -516,12 +516,15 @@ def _print_tasks(rows: list[dict[str, Any]]) -> None:
 
 
 def _disk_text(d: dict[str, Any]) -> str:
-    """A request-served disk as `barracuda-7200 under cfq (slice 100 ms, idle 8 ms)`."""
+    """A request-served disk as `barracuda-7200 under cfq (slice 100 ms, idle 8 ms), reads of
+    497 KB`."""
     text = f"{d['model']} under {d['scheduler']}"
     if d["scheduler"] == "cfq":
         text += f" (slice {d['slice_ms']:g} ms, idle {d['idle_ms']:g} ms)"
     elif "ncq_depth" in d:
         text += f" (queue depth {d['ncq_depth']})"
+    if "readahead_kb" in d:
+        text += f", reads of {d['readahead_kb']:.0f} KB"
     return text
 
 

@@ -8,7 +8,8 @@ Calibration, from the runs themselves (``--save-model`` writes it as a node TOML
   not of the packing — what the simulator is judged on is the packing);
 - each data location's disk: on an emulated disk (``iowatt emulate mount``, whose settings the
   run recorded), the emulator's disk model under the simulator's scheduler matching the
-  emulator's (:data:`SCHEDULERS`), served request by request as the emulator served them;
+  emulator's (:data:`SCHEDULERS`), served request by request as the emulator served them, in
+  requests of the mean size it served (as the readahead);
   elsewhere, its probe's one-reader rate as the sequential rate of a fluid disk, and the
   switching cost that gives the all-readers rate with the model's slice
   (X(n) = X1·q / (q + X1·t) ⇒ t = q·(X1/X(n) − 1)/X1; none when n readers are no slower);
@@ -131,6 +132,11 @@ def emulated_disk(
         entry["idle_ms"] = float(settings["idle_window_s"]) * 1e3
     elif scheduler == "fifo":
         entry["ncq_depth"] = 1
+    # The tasks read in requests of the size the mount passed on (FUSE's, not the kernel's
+    # readahead): the simulator's sequential readers ask as much at a time.
+    mean_read = run["summary"]["emulated_disk"].get("mean_read_b")
+    if mean_read:
+        entry["readahead_kb"] = float(mean_read) / 1024
     return entry
 
 
