@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`iowatt tasks` beside GNU parallel, and the simulator against the runner.
 
-Usage (as root for part 2: a loop device and blkio)::
+Usage (as root for part 2: two FUSE mounts under /mnt)::
 
     python bench/tasks_runner.py                  # ~4 min
     python bench/tasks_runner.py --skip-validate  # part 1 only, ~1 min, any user
@@ -14,10 +14,12 @@ Usage (as root for part 2: a loop device and blkio)::
    from outside, start to exit (iowatt then also does its Dask start-up, the run's probe-less
    bookkeeping and its commit); iowatt's own makespan (first start to last end) is printed too.
    Goal: iowatt's wall time within 5 % of parallel's.
-2. The simulator's prediction against measured jobs/h: the README demo's three sets (io, cpu,
-   mixed at `--scale`, `--rounds`) at k = 1 and 2 on an "HDD" (ext4 on a loop device over
-   /dev/shm whose reads blkio caps at 105 MB/s and 200 IOPS) and an "SSD" (tmpfs), then
-   `iowatt sim tasks --validate all --json`. Goal: every run within 15 %.
+2. The simulator's prediction against measured jobs/h on disks that seek: the README demo's
+   three sets (io, cpu, mixed at `--scale`, `--rounds`) at k = 1 and 2 on an emulated
+   `barracuda-7200` (hdd) and an emulated `dc-s3700` (ssd), both under the emulator's CFQ
+   (examples/task-disks.sh), then `iowatt sim tasks --validate all --json`, which predicts each
+   run on its disk's model under the simulator's CFQ. Goal: every run within 15 % on a quiet
+   node.
 
 The simulator's own speed, beside SimPy and at cluster scale, is bench/tasks_sim.py's.
 """
@@ -123,7 +125,9 @@ def overhead(tasks: int, task_s: float, repeat: int, work: Path) -> None:
 
 def validate(scale: float, rounds: int, work: Path) -> None:
     script = Path(__file__).resolve().parent.parent / "examples" / "task-disks.sh"
-    subprocess.run(["bash", str(script), "up"], check=True, stdout=subprocess.DEVNULL)
+    # The emulator's own runs go apart from the tasks runs.
+    env = {**os.environ, "RESULTS": str(work / "disks")}
+    subprocess.run(["bash", str(script), "up"], check=True, stdout=subprocess.DEVNULL, env=env)
     try:
         t = time.perf_counter()
         subprocess.run(
@@ -150,7 +154,7 @@ def validate(scale: float, rounds: int, work: Path) -> None:
         )
         took = time.perf_counter() - t
     finally:
-        subprocess.run(["bash", str(script), "down"], check=False)
+        subprocess.run(["bash", str(script), "down"], check=False, env=env)
     rows = json.loads(
         subprocess.run(
             ["iowatt", "sim", "tasks", "--validate", "all", "--json", "--results", str(work / "v")],
@@ -159,10 +163,12 @@ def validate(scale: float, rounds: int, work: Path) -> None:
             text=True,
         ).stdout
     )
-    print(f"2. the demo's 12 runs ({took:.0f} s), predicted against measured jobs/h:")
+    print(f"2. the demo's {len(rows)} runs ({took:.0f} s), predicted against measured jobs/h:")
     for r in rows:
+        on = r["predicted_on"]
+        disk = f"{on['model']}/{on['scheduler']}" if on["source"] == "emulated" else on["source"]
         print(
-            f"   {r['set']:<6} {r['disk']} k={r['per_core']}: measured "
+            f"   {r['set']:<6} {r['disk']} ({disk}) k={r['per_core']}: measured "
             f"{r['jobs_per_h_measured']:8.1f}, predicted {r['jobs_per_h_predicted']:8.1f}, "
             f"{r['jobs_per_h_error_pct']:+5.1f} %"
         )
@@ -179,7 +185,7 @@ def main() -> None:
     p.add_argument("--scale", type=float, default=0.005)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--skip-validate", action="store_true")
-    # The demo's validation sets up emulated disks and runs minutes: a smoke run leaves it out.
+    # The demo's validation mounts emulated disks and runs minutes: a smoke run leaves it out.
     a = parse(p, {"tasks": 4, "task_s": 0.2, "repeat": 2}, narrow={"skip_validate": True})
     with tempfile.TemporaryDirectory(prefix="iowatt-bench-") as tmp:
         work = Path(tmp)

@@ -1,42 +1,57 @@
 #!/usr/bin/env bash
-# The task-packing demo's two data locations, on any Linux machine (as root):
-#   /mnt/iowatt-hdd  an "HDD": ext4 on a loop device whose reads blkio caps at a 7200 rpm disk's
-#                    sequential rate (105 MB/s) and IOPS (200); blkio adds no seek penalty, so
-#                    `iowatt sim tasks --validate` calibrates the simulator to it as it is;
-#   /mnt/iowatt-ssd  an "SSD": tmpfs.
-#   bash examples/task-disks.sh up      # make them
-#   bash examples/task-disks.sh down    # undo everything
+# The task-packing demo's two data locations, on any Linux machine with FUSE (as root):
+#   /mnt/iowatt-hdd  an emulated Seagate Barracuda 7200.7 (`barracuda-7200`): every read pays
+#                    its seek, rotation and transfer, streams taking turns under a CFQ-like
+#                    scheduler (100 ms slices, 8 ms idle window);
+#   /mnt/iowatt-ssd  an emulated Intel DC S3700 (`dc-s3700`) under the same scheduler;
+# each served by `iowatt emulate mount` over a directory in /dev/shm, so nothing real is read.
+# A tasks run on them records each disk's model and scheduler, and `iowatt sim tasks
+# --validate` predicts the run on that model under the matching scheduler.
+#   bash examples/task-disks.sh up      # mount them (in the background)
+#   bash examples/task-disks.sh down    # unmount them and undo everything
+# RESULTS (default iowatt-disks) is where the emulator writes its two `emulate` runs, apart
+# from the tasks runs.
 set -euo pipefail
-IMG=/dev/shm/iowatt-hdd.img
 HDD=/mnt/iowatt-hdd
 SSD=/mnt/iowatt-ssd
-THROTTLE=/sys/fs/cgroup/blkio
+BACKING=/dev/shm/iowatt-task-disks
+RESULTS=${RESULTS:-iowatt-disks}
+
+mount_one() { # NAME MOUNT MODEL
+  local name=$1 mount=$2 model=$3 log="$BACKING/$1.log"
+  mkdir -p "$BACKING/$name" "$mount"
+  iowatt emulate mount "$BACKING/$name" "$mount" --disk-model "$model" --scheduler cfq \
+    --results "$RESULTS" --no-report >"$log" 2>&1 &
+  echo $! >"$BACKING/$name.pid"
+  for _ in $(seq 300); do
+    grep -q "mounted at" "$log" && return 0
+    kill -0 "$(cat "$BACKING/$name.pid")" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log" >&2
+  return 1
+}
+
+unmount_one() { # NAME MOUNT
+  local pid="$BACKING/$1.pid"
+  if [ -f "$pid" ]; then
+    kill -TERM "$(cat "$pid")" 2>/dev/null || true
+    while kill -0 "$(cat "$pid")" 2>/dev/null; do sleep 0.1; done
+    rm -f "$pid"
+  fi
+  rmdir "$2" 2>/dev/null || true
+}
 
 case "${1:-}" in
 up)
-  truncate -s 2G "$IMG"
-  DEV=$(losetup -f --show "$IMG")
-  mkfs.ext4 -q "$DEV"
-  mkdir -p "$HDD" "$SSD"
-  mount "$DEV" "$HDD"
-  mount -t tmpfs -o size=2g tmpfs "$SSD"
-  NUM=$(lsblk -dno MAJ:MIN "$DEV" | tr -d ' ')
-  echo "$NUM 105000000" > "$THROTTLE/blkio.throttle.read_bps_device"
-  echo "$NUM 200" > "$THROTTLE/blkio.throttle.read_iops_device"
-  echo "hdd: $HDD on $DEV (reads ≤ 105 MB/s, ≤ 200 IOPS); ssd: $SSD (tmpfs)"
+  mount_one hdd "$HDD" barracuda-7200
+  mount_one ssd "$SSD" dc-s3700
+  echo "hdd: $HDD (barracuda-7200, cfq); ssd: $SSD (dc-s3700, cfq); files in $BACKING"
   ;;
 down)
-  DEV=$(findmnt -no SOURCE "$HDD" || true)
-  if [ -n "$DEV" ]; then
-    NUM=$(lsblk -dno MAJ:MIN "$DEV" | tr -d ' ')
-    echo "$NUM 0" > "$THROTTLE/blkio.throttle.read_bps_device"
-    echo "$NUM 0" > "$THROTTLE/blkio.throttle.read_iops_device"
-    umount "$HDD"
-    losetup -d "$DEV"
-  fi
-  mountpoint -q "$SSD" && umount "$SSD"
-  rm -f "$IMG"
-  rmdir "$HDD" "$SSD" 2>/dev/null || true
+  unmount_one hdd "$HDD"
+  unmount_one ssd "$SSD"
+  rm -rf "$BACKING"
   ;;
 *)
   echo "usage: $0 up|down" >&2

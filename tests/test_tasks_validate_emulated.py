@@ -158,6 +158,16 @@ def test_each_emulator_scheduler_is_set_against_the_simulator_s(emulator, simula
     assert entry == {"model": "x25-m-g2", **simulator}
 
 
+def test_the_mean_request_the_mount_served_is_the_readahead_once_the_run_read_enough():
+    def entry(read_bytes: int) -> dict[str, Any] | None:
+        run = run_on({"disk_model": "x25-m-g2", "scheduler": "elevator"})
+        run["summary"]["emulated_disk"].update(read_bytes=read_bytes, mean_read_b=262144.0)
+        return emulated_disk(run, load_disks())
+
+    assert entry(8 << 20) == {"model": "x25-m-g2", "scheduler": "deadline", "readahead_kb": 256.0}
+    assert entry(4096) == {"model": "x25-m-g2", "scheduler": "deadline"}
+
+
 def test_a_plain_directory_or_an_old_emulator_keeps_the_probe_and_an_array_is_refused():
     assert emulated_disk(run_on(None), load_disks()) is None
     with pytest.raises(ConfigError, match="emulated array of `x25-m-g2` disks"):

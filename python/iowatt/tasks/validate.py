@@ -39,6 +39,9 @@ SLICE_MB = 8.0
 # serves one request at a time in arrival order (no queue to reorder), elevator sorts the
 # queue by offset as deadline does while nothing expires, cfq is cfq.
 SCHEDULERS = {"fifo": "none", "elevator": "deadline", "cfq": "cfq"}
+# Bytes an emulated disk must have served a run for its mean request size to stand for the
+# run's reads.
+READ_ENOUGH = 1 << 20
 
 
 def select_runs(
@@ -133,10 +136,11 @@ def emulated_disk(
     elif scheduler == "fifo":
         entry["ncq_depth"] = 1
     # The tasks read in requests of the size the mount passed on (FUSE's, not the kernel's
-    # readahead): the simulator's sequential readers ask as much at a time.
-    mean_read = run["summary"]["emulated_disk"].get("mean_read_b")
-    if mean_read:
-        entry["readahead_kb"] = float(mean_read) / 1024
+    # readahead): the simulator's sequential readers ask as much at a time. A run that read
+    # next to nothing (a CPU set: a few small files) keeps the simulator's.
+    served = run["summary"]["emulated_disk"]
+    if served.get("mean_read_b") and served.get("read_bytes", 0) >= READ_ENOUGH:
+        entry["readahead_kb"] = float(served["mean_read_b"]) / 1024
     return entry
 
 
