@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from iowatt.errors import ConfigError
 from iowatt.sim.disks import load_disks
@@ -173,3 +175,27 @@ def test_a_plain_directory_or_an_old_emulator_keeps_the_probe_and_an_array_is_re
     with pytest.raises(ConfigError, match="emulated array of `x25-m-g2` disks"):
         emulated_disk(run_on({"disk_model": "x25-m-g2", "scheduler": "fifo", "array": True}),
                       load_disks())  # fmt: skip
+
+
+ANY = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8))
+
+
+@pytest.mark.fuzz
+@given(
+    model=st.one_of(ANY, st.sampled_from(["barracuda-7200", "dc-s3700"])),
+    scheduler=st.one_of(ANY, st.sampled_from(["fifo", "elevator", "cfq"])),
+    slice_s=ANY,
+    idle_window_s=ANY,
+    array=ANY,
+)
+def test_any_recorded_settings_give_a_disk_or_one_config_error(
+    model, scheduler, slice_s, idle_window_s, array
+):
+    settings = {"disk_model": model, "scheduler": scheduler, "slice_s": slice_s,
+                "idle_window_s": idle_window_s, "array": array}  # fmt: skip
+    try:
+        entry = emulated_disk(run_on(settings), load_disks())
+    except ConfigError as e:
+        assert "\n" not in e.message and "run r1" in e.message
+        return
+    assert entry is not None and entry["model"] == model

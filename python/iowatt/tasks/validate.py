@@ -107,7 +107,7 @@ def emulated_disk(
     emulator too old to say how it was set up). A ConfigError when the model is not in
     ``models`` or the emulator's scheduler matches none of the simulator's."""
     settings = (run["summary"].get("emulated_disk") or {}).get("settings")
-    if not settings:
+    if not settings or not isinstance(settings, dict):
         return None
     where = f"run {run['run_id']}"
     name, scheduler = settings.get("disk_model"), settings.get("scheduler")
@@ -117,12 +117,12 @@ def emulated_disk(
             "simulator does not model",
             "validate against runs on one emulated disk or on a plain directory",
         )
-    if name not in models:
+    if not isinstance(name, str) or name not in models:
         raise ConfigError(
             f"{where} was made on an emulated `{name}` disk, which is not a disk model",
             f"models are {', '.join(models)}; --disk-models FILE adds the emulator's",
         )
-    if scheduler not in SCHEDULERS:
+    if not isinstance(scheduler, str) or scheduler not in SCHEDULERS:
         pairs = ", ".join(f"{e} as {s}" for e, s in SCHEDULERS.items())
         raise ConfigError(
             f"{where}'s emulated disk has scheduler `{scheduler}`, which no task simulator "
@@ -131,8 +131,15 @@ def emulated_disk(
         )
     entry: dict[str, Any] = {"model": name, "scheduler": SCHEDULERS[scheduler]}
     if scheduler == "cfq":
-        entry["slice_ms"] = float(settings["slice_s"]) * 1e3
-        entry["idle_ms"] = float(settings["idle_window_s"]) * 1e3
+        times = [settings.get(k) for k in ("slice_s", "idle_window_s")]
+        seconds = [t for t in map(_seconds, times) if t is not None]
+        if len(seconds) != 2:
+            raise ConfigError(
+                f"{where}'s emulated disk has scheduler `cfq` with slice {times[0]!r} and idle "
+                f"window {times[1]!r}",
+                "the emulator records both as seconds above 0: was its config.json edited?",
+            )
+        entry["slice_ms"], entry["idle_ms"] = seconds[0] * 1e3, seconds[1] * 1e3
     elif scheduler == "fifo":
         entry["ncq_depth"] = 1
     # The tasks read in requests of the size the mount passed on (FUSE's, not the kernel's
@@ -142,6 +149,13 @@ def emulated_disk(
     if served.get("mean_read_b") and served.get("read_bytes", 0) >= READ_ENOUGH:
         entry["readahead_kb"] = float(served["mean_read_b"]) / 1024
     return entry
+
+
+def _seconds(value: Any) -> float | None:
+    """A recorded time in seconds, when it is a number above 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
 
 
 def calibrate(
