@@ -101,11 +101,18 @@ def test_a_run_on_an_emulated_disk_is_predicted_on_its_model_and_scheduler(
         "slice_ms": 50.0,
         "idle_ms": 4.0,
         "readahead_kb": disk["mean_read_b"] / 1024,
+        "drive_read_ahead": False,
     }
-    r = validate(capsys, tmp_path)
+    saved = tmp_path / "node.toml"
+    r = validate(capsys, tmp_path, "--save-model", saved)
     assert r.code == 0, r.err
     assert "barracuda-7200 under cfq (slice 50 ms, idle 4 ms)" in r.out
     assert f"{run_dir.name}: on its emulated disk" in r.out
+    # The saved node serves the emulated disk as --validate did.
+    assert "drive_read_ahead = false" in saved.read_text()
+    r = iowatt(capsys, "sim", "tasks", set_file(tmp_path), "--model", saved, "--disk", "hdd",
+               "--per-core", "1", "--json", "--results", tmp_path / "r2")  # fmt: skip
+    assert r.code == 0, r.err
 
     # The prediction is the model's: the same disk ten times slower serves the run slower.
     slower_disk = {**load_disks()["barracuda-7200"], "outer_mb_s": 6.5, "inner_mb_s": 3.25}
@@ -157,7 +164,7 @@ def run_on(settings: dict[str, Any] | None) -> dict[str, Any]:
 )
 def test_each_emulator_scheduler_is_set_against_the_simulator_s(emulator, simulator):
     entry = emulated_disk(run_on({"disk_model": "x25-m-g2", **emulator}), load_disks())
-    assert entry == {"model": "x25-m-g2", **simulator}
+    assert entry == {"model": "x25-m-g2", "drive_read_ahead": False, **simulator}
 
 
 def test_the_mean_request_the_mount_served_is_the_readahead_once_the_run_read_enough():
@@ -166,8 +173,9 @@ def test_the_mean_request_the_mount_served_is_the_readahead_once_the_run_read_en
         run["summary"]["emulated_disk"].update(read_bytes=read_bytes, mean_read_b=262144.0)
         return emulated_disk(run, load_disks())
 
-    assert entry(8 << 20) == {"model": "x25-m-g2", "scheduler": "deadline", "readahead_kb": 256.0}
-    assert entry(4096) == {"model": "x25-m-g2", "scheduler": "deadline"}
+    same = {"model": "x25-m-g2", "scheduler": "deadline", "drive_read_ahead": False}
+    assert entry(8 << 20) == {**same, "readahead_kb": 256.0}
+    assert entry(4096) == same
 
 
 def test_a_plain_directory_or_an_old_emulator_keeps_the_probe_and_an_array_is_refused():

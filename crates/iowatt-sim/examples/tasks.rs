@@ -38,6 +38,7 @@ fn main() {
                     idle_ms: 8.0,
                 },
                 readahead_kb: 128.0,
+                drive_read_ahead: true,
             })),
         },
         types: vec![

@@ -204,7 +204,15 @@ def engine_disk(
         if missing:
             raise ConfigError(f"{where} lacks {', '.join(missing)}", "a fluid disk gives all four")
         return {"fluid": {k: float(entry[k]) for k in FLUID}}
-    known = {"model", "scheduler", "slice_ms", "idle_ms", "ncq_depth", "readahead_kb"}
+    known = {
+        "model",
+        "scheduler",
+        "slice_ms",
+        "idle_ms",
+        "ncq_depth",
+        "readahead_kb",
+        "drive_read_ahead",
+    }
     unknown = sorted(set(entry) - known)
     if unknown:
         raise ConfigError(f"{where} has an unknown key `{unknown[0]}`", f"keys are {sorted(known)}")
@@ -237,6 +245,7 @@ def engine_disk(
             "model": dict(models[model]),
             "scheduler": sched,
             "readahead_kb": float(entry.get("readahead_kb", 128.0)),
+            "drive_read_ahead": bool(entry.get("drive_read_ahead", True)),
         }
     }
 

@@ -129,7 +129,12 @@ def emulated_disk(
             f"scheduler ({', '.join(sorted(set(SCHEDULERS.values())))}) matches",
             f"the emulator's are set against the simulator's as {pairs}",
         )
-    entry: dict[str, Any] = {"model": name, "scheduler": SCHEDULERS[scheduler]}
+    # The emulated drive has no cache to read on into: every request pays its rotation.
+    entry: dict[str, Any] = {
+        "model": name,
+        "scheduler": SCHEDULERS[scheduler],
+        "drive_read_ahead": False,
+    }
     if scheduler == "cfq":
         times = [settings.get(k) for k in ("slice_s", "idle_window_s")]
         seconds = [t for t in map(_seconds, times) if t is not None]
@@ -330,6 +335,12 @@ def _predicted_on(
     return {"source": "node", **(entry or {})}
 
 
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, str) else repr(float(v))
+
+
 def model_toml(model: dict[str, Any]) -> str:
     """The calibrated node as a --model file (types' CPU times as a comment: they belong in a
     set file)."""
@@ -345,9 +356,7 @@ def model_toml(model: dict[str, Any]) -> str:
     ]
     for name, d in model["disks"].items():
         lines += ["", f"[disks.{name}]"]
-        lines += [
-            f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {float(v)!r}" for k, v in d.items()
-        ]
+        lines += [f"{k} = {_toml_value(v)}" for k, v in d.items()]
     lines += ["", "# measured CPU seconds per task type:"]
     lines += [f"#   {k} = {v:.3f}" for k, v in model["types"].items()]
     return "\n".join(lines) + "\n"

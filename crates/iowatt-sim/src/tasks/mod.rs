@@ -50,6 +50,14 @@ pub struct RequestDisk {
     pub scheduler: Scheduler,
     /// The block device's `read_ahead_kb`: what a sequential reader's request grows to.
     pub readahead_kb: f64,
+    /// The drive reads on into its cache: a request starting where the last ended pays no
+    /// seek and no rotation. Off, every request pays its rotation, as the emulated disk's do.
+    #[serde(default = "drive_read_ahead")]
+    pub drive_read_ahead: bool,
+}
+
+fn drive_read_ahead() -> bool {
+    true
 }
 
 /// How requests of concurrent tasks reach the disk.

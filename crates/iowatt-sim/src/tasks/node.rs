@@ -440,8 +440,12 @@ pub fn simulate(c: &Config) -> Result<TasksRun, TasksError> {
     let drive = |n: usize| match &c.node.disk {
         Disk::Requests(spec) => {
             let disk = disk::Disk::new(Rng::stream(c.seed, 1 + 2 * n as u64))
-                .with_discipline(discipline(spec.scheduler, &spec.model))
-                .with_read_ahead();
+                .with_discipline(discipline(spec.scheduler, &spec.model));
+            let disk = if spec.drive_read_ahead {
+                disk.with_read_ahead()
+            } else {
+                disk
+            };
             Some(Drive {
                 spec: RequestDisk::clone(spec),
                 disk,

@@ -89,6 +89,7 @@ fn served(model: DiskModel, scheduler: Scheduler) -> Disk {
         model,
         scheduler,
         readahead_kb: 128.0,
+        drive_read_ahead: true,
     }))
 }
 
