@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """`iowatt tasks` beside GNU parallel, and the simulator against the runner.
 
-Usage (as root for part 2: two FUSE mounts under /mnt)::
+Usage (as root for parts 2 and 3: FUSE mounts)::
 
-    python bench/tasks_runner.py                  # ~4 min
+    python bench/tasks_runner.py                  # ~10 min
     python bench/tasks_runner.py --skip-validate  # part 1 only, ~1 min, any user
     python bench/tasks_runner.py --smoke          # 4 short tasks, part 1, seconds
 
@@ -20,6 +20,10 @@ Usage (as root for part 2: two FUSE mounts under /mnt)::
    (examples/task-disks.sh), then `iowatt sim tasks --validate all --json`, which predicts each
    run on its disk's model under the simulator's CFQ. Goal: every run within 15 % on a quiet
    node.
+3. The disk's part alone: an I/O-bound set (`cat` of `--cat-mb` MB inputs, eight tasks) at
+   k = 1 and 2 on an emulated `barracuda-7200` under each of the emulator's schedulers (cfq,
+   elevator, fifo), each run predicted under the matching simulator scheduler. Goal: every run
+   within 15 %; the tasks barely compute, so a busy node moves it little.
 
 The simulator's own speed, beside SimPy and at cluster scale, is bench/tasks_sim.py's.
 """
@@ -177,6 +181,60 @@ def validate(scale: float, rounds: int, work: Path) -> None:
     ratio_line("largest jobs/h error / 15 %", worst / 15, "≤ 1")
 
 
+def disk_part(cat_mb: float, work: Path) -> None:
+    sets = work / "cats.toml"
+    sets.write_text(
+        f'[types.cat]\ncommand = "cat {{input}}"\ninput_mb = {cat_mb}\n'
+        '[sets]\ncats = { repeat = 8, tasks = ["cat"] }\n'
+    )
+    results = work / "cats"
+    # The files behind the emulated disk in memory, so only the model's time is spent reading.
+    shm = Path(tempfile.mkdtemp(prefix="iowatt-bench-", dir="/dev/shm"))
+    for sched in ("cfq", "elevator", "fifo"):
+        backing, mount = shm / sched, work / f"m-{sched}"
+        backing.mkdir()
+        mount.mkdir()
+        disk = subprocess.Popen(
+            ["iowatt", "emulate", "mount", str(backing), str(mount), "--disk-model",
+             "barracuda-7200", "--scheduler", sched, "--results", str(work / "disks"),
+             "--no-report"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert disk.stderr is not None
+            for line in disk.stderr:
+                if "mounted at" in line:
+                    break
+            subprocess.run(
+                ["iowatt", "tasks", str(sets), "--per-core", "1,2", "--data", f"hdd={mount}",
+                 "--results", str(results), "--quiet", "--label", f"sched={sched}"],
+                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        finally:
+            disk.terminate()
+            disk.communicate(timeout=60)
+            shutil.rmtree(backing, ignore_errors=True)
+    shm.rmdir()
+    rows = json.loads(
+        subprocess.run(
+            ["iowatt", "sim", "tasks", "--validate", "all", "--json", "--results", str(results)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    print(f"3. {cat_mb:g} MB cats on an emulated barracuda-7200, predicted against measured:")
+    for r in rows:
+        on = r["predicted_on"]
+        print(
+            f"   {on['emulator_scheduler']:<8} as {on['scheduler']:<8} k={r['per_core']}: "
+            f"measured {r['jobs_per_h_measured']:8.1f}, predicted "
+            f"{r['jobs_per_h_predicted']:8.1f}, {r['jobs_per_h_error_pct']:+5.1f} %"
+        )
+    worst = max(abs(r["jobs_per_h_error_pct"]) for r in rows)
+    ratio_line("largest I/O-bound jobs/h error / 15 %", worst / 15, "≤ 1")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tasks", type=int, default=24)
@@ -184,6 +242,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--scale", type=float, default=0.005)
     p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--cat-mb", type=float, default=16.0)
     p.add_argument("--skip-validate", action="store_true")
     # The demo's validation mounts emulated disks and runs minutes: a smoke run leaves it out.
     a = parse(p, {"tasks": 4, "task_s": 0.2, "repeat": 2}, narrow={"skip_validate": True})
@@ -192,6 +251,7 @@ def main() -> None:
         overhead(a.tasks, a.task_s, a.repeat, work)
         if not a.skip_validate:
             validate(a.scale, a.rounds, work)
+            disk_part(a.cat_mb, work)
 
 
 if __name__ == "__main__":
