@@ -416,7 +416,12 @@ def _segment(
         head = headline(summary["channels"])
         channel = next(c for c in power.data.power_channels() if c.key == head)
         ends, watts = channel.series.mono_ns, channel.series.watts
-        energy = (summary["work"].get(head) or {}).get("energy_j")
+        work = summary["work"].get(head) or {}
+        energy = work.get("energy_j")
+        if work.get("gap_s") and work.get("avg_w") is not None:
+            # The meter missed part of the run (a reading late on a busy node): its mean power
+            # over what it covered stands for the gap, not zero watts.
+            energy = work["avg_w"] * (end - start) / 1e9
         _, peak = interval_energy(ends, watts, mono0, start, end)
         source = f"measured: {head}"
     else:
