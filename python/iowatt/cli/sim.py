@@ -525,15 +525,16 @@ def _validate(refs: str, results: Path, save_model: Path | None, as_json: bool) 
         click.echo(json.dumps(rows, indent=2))
         return
     node = model["node"]
+    # A disk is calibrated from a run's probe; a set that reads nothing has none.
+    disks = [
+        f"{k} {d['seq_mb_s']:.0f} MB/s, switch {d['switch_s'] * 1e3:.1f} ms"
+        for k, d in model["disks"].items()
+        if "seq_mb_s" in d
+    ]
     click.echo(
         f"calibrated from {len(rows)} runs: {node['cores']} cores, ht_gain "
         f"{node['ht_gain']:g}, power {node['idle_w']:.1f} W idle + {node['core_w']:.2f} W "
-        f"per busy core; disks: "
-        + ", ".join(
-            f"{k} {d['seq_mb_s']:.0f} MB/s, switch {d['switch_s'] * 1e3:.1f} ms"
-            for k, d in model["disks"].items()
-            if k not in ("hdd", "ssd") or any(r["disk"] == k for r in rows)
-        )
+        f"per busy core; disks: " + (", ".join(disks) or "none (no run read input)")
     )
     click.echo(
         f"{'run':<28} {'set':<12} {'disk':<5} {'k':>2} {'jobs/h meas':>11} "
