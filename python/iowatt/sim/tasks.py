@@ -112,8 +112,9 @@ def check_type(name: str, t: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"task type `{name}`: {key} = {value!r} is not a number", f"e.g. {example}"
             )
-        if not math.isfinite(value) or value < 0 or (key == "request_kb" and value == 0):
-            bound = "must be above 0" if key == "request_kb" else "must be 0 or more"
+        least = 0.5 if key == "request_kb" else 0.0  # a request is at least a sector
+        if not math.isfinite(value) or value < least:
+            bound = "must be at least 0.5 (a 512-byte sector)" if least else "must be 0 or more"
             raise ConfigError(f"task type `{name}`: {key} = {value} {bound}", f"e.g. {example}")
     pattern = t.get("pattern", "sequential")
     if pattern not in PATTERNS:

@@ -247,9 +247,9 @@ impl Config {
                     return bad(format!("task `{}`: `{k}` = {v} must be 0 or more", t.name));
                 }
             }
-            if !(t.request_kb.is_finite() && t.request_kb > 0.0) {
+            if !(t.request_kb.is_finite() && t.request_kb >= 0.5) {
                 return bad(format!(
-                    "task `{}`: `request_kb` = {} must be above 0",
+                    "task `{}`: `request_kb` = {} must be at least 0.5 (a 512-byte sector)",
                     t.name, t.request_kb
                 ));
             }
