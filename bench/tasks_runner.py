@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _smoke import alternate, parse, ratio_line
+from _smoke import alternate, fail, mounted, parse, ratio_line
 
 
 def gnu_parallel_present() -> bool:
@@ -190,31 +190,23 @@ def disk_part(cat_mb: float, work: Path) -> None:
     results = work / "cats"
     # The files behind the emulated disk in memory, so only the model's time is spent reading.
     shm = Path(tempfile.mkdtemp(prefix="iowatt-bench-", dir="/dev/shm"))
-    for sched in ("cfq", "elevator", "fifo"):
-        backing, mount = shm / sched, work / f"m-{sched}"
-        backing.mkdir()
-        mount.mkdir()
-        disk = subprocess.Popen(
-            ["iowatt", "emulate", "mount", str(backing), str(mount), "--disk-model",
-             "barracuda-7200", "--scheduler", sched, "--results", str(work / "disks"),
-             "--no-report"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            assert disk.stderr is not None
-            for line in disk.stderr:
-                if "mounted at" in line:
-                    break
-            subprocess.run(
-                ["iowatt", "tasks", str(sets), "--per-core", "1,2", "--data", f"hdd={mount}",
-                 "--results", str(results), "--quiet", "--label", f"sched={sched}"],
-                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    try:
+        for sched in ("cfq", "elevator", "fifo"):
+            backing, mount = shm / sched, work / f"m-{sched}"
+            backing.mkdir()
+            mount.mkdir()
+            emulated = mounted(
+                "iowatt", backing, mount, work / "disks", "--disk-model", "barracuda-7200",
+                "--scheduler", sched, failed=lambda m: fail(m, "root and /dev/fuse are needed"),
             )  # fmt: skip
-        finally:
-            disk.terminate()
-            disk.communicate(timeout=60)
-            shutil.rmtree(backing, ignore_errors=True)
-    shm.rmdir()
+            with emulated:
+                subprocess.run(
+                    ["iowatt", "tasks", str(sets), "--per-core", "1,2", "--data", f"hdd={mount}",
+                     "--results", str(results), "--quiet", "--label", f"sched={sched}"],
+                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )  # fmt: skip
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
     rows = json.loads(
         subprocess.run(
             ["iowatt", "sim", "tasks", "--validate", "all", "--json", "--results", str(results)],
