@@ -31,7 +31,7 @@ RATIO_PREFIX = "ratio: "
 _UNSET = object()
 
 
-def fail(message: str, hint: str) -> None:
+def fail(message: str, hint: str) -> NoReturn:
     """One refusal on stderr, exit 2, as iowatt's own CLI refuses bad input."""
     print(f"error: {message}", file=sys.stderr)
     print(f"hint: {hint}", file=sys.stderr)

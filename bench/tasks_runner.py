@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _smoke import alternate, fail, mounted, parse, ratio_line
 
@@ -159,14 +160,7 @@ def validate(scale: float, rounds: int, work: Path) -> None:
         took = time.perf_counter() - t
     finally:
         subprocess.run(["bash", str(script), "down"], check=False, env=env)
-    rows = json.loads(
-        subprocess.run(
-            ["iowatt", "sim", "tasks", "--validate", "all", "--json", "--results", str(work / "v")],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
+    rows = validated(work / "v")
     print(f"2. the demo's {len(rows)} runs ({took:.0f} s), predicted against measured jobs/h:")
     for r in rows:
         on = r["predicted_on"]
@@ -179,6 +173,17 @@ def validate(scale: float, rounds: int, work: Path) -> None:
     worst = max(abs(r["jobs_per_h_error_pct"]) for r in rows)
     print(f"   largest error {worst:.1f} % (goal ≤ 15 %)")
     ratio_line("largest jobs/h error / 15 %", worst / 15, "≤ 1")
+
+
+def validated(results: Path) -> list[dict[str, Any]]:
+    """`iowatt sim tasks --validate all` on the runs in `results`: one row per run."""
+    out = subprocess.run(
+        ["iowatt", "sim", "tasks", "--validate", "all", "--json", "--results", str(results)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return list(json.loads(out))
 
 
 def disk_part(cat_mb: float, work: Path) -> None:
@@ -207,14 +212,7 @@ def disk_part(cat_mb: float, work: Path) -> None:
                 )  # fmt: skip
     finally:
         shutil.rmtree(shm, ignore_errors=True)
-    rows = json.loads(
-        subprocess.run(
-            ["iowatt", "sim", "tasks", "--validate", "all", "--json", "--results", str(results)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
+    rows = validated(results)
     print(f"3. {cat_mb:g} MB cats on an emulated barracuda-7200, predicted against measured:")
     for r in rows:
         on = r["predicted_on"]
